@@ -1,0 +1,279 @@
+"""Kernel specs: one frozen dataclass per family, enumerated from HARDWARE.toml.
+
+A spec's `name` is its identity for people (readable, deterministic,
+filename-safe); equality and hashing derive from it. The content hash that
+decides rebuilds lives in gen.cachekey, not here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, ClassVar, Dict, List, Tuple, Type
+
+from gen.hardware import Hardware, load_hardware
+from runtime.errors import CatalogError
+
+# The one dtype -> short-name table every name is built from.
+DTYPE_SHORT = {"bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float32": "f32"}
+
+BLOCK_K = 128
+_NAME_OK = re.compile(r"^[a-z0-9_]+$")
+
+
+def _ctype_kind(ctype: str) -> str:
+    if ctype.endswith("*"):
+        return "ptr"
+    return {"int": "i32", "float": "f32"}[ctype]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class KernelSpec:
+    arch: str
+
+    family: ClassVar[str]
+    header: ClassVar[str]
+    in_dtypes: ClassVar[Tuple[str, ...]]
+    out_dtype: ClassVar[str]
+    # (parameter name, C type): rendered into the kernel signature and
+    # recorded in the manifest as the launch ABI -- one list for both.
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]]
+
+    # -- identity ---------------------------------------------------------
+    def tag(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        dtypes = "".join(DTYPE_SHORT[d] for d in self.in_dtypes) + "_" + DTYPE_SHORT[self.out_dtype]
+        name = f"{self.family}_{dtypes}_{self.tag()}_{self.arch.replace('_', '')}"
+        if not _NAME_OK.match(name):
+            raise CatalogError(f"spec name {name!r} is not filename-safe")
+        return name
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KernelSpec) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    # -- what the template, manifest and runtime need ----------------------
+    @property
+    def abi(self) -> Tuple[Tuple[str, str], ...]:
+        return tuple((n, _ctype_kind(c)) for n, c in self.abi_ctypes)
+
+    @property
+    def template(self) -> str:
+        return f"kernels/{self.family}.cu.j2"
+
+    @property
+    def threads(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def dynamic_smem(self) -> int:
+        return 0
+
+    def params(self) -> Dict[str, Any]:
+        """The tile parameters, as listed in HARDWARE.toml."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "arch"}
+
+    def constraints(self) -> Dict[str, Any]:
+        return {}
+
+    def template_vars(self) -> Dict[str, Any]:
+        return dict(self.params(), spec=self, header=self.header, symbol=self.symbol,
+                    threads=self.threads, dynamic_smem=self.dynamic_smem,
+                    signature=", ".join(f"{c} {n}" for n, c in self.abi_ctypes),
+                    arguments=", ".join(n for n, _ in self.abi_ctypes))
+
+    def check(self, hw: Hardware) -> None:
+        if self.dynamic_smem > hw.max_dynamic_smem:
+            raise CatalogError(f"{self.name}: needs {self.dynamic_smem} B of shared memory, "
+                               f"{hw.arch} allows {hw.max_dynamic_smem}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantGroupSpec(KernelSpec):
+    threads_per_block: int = 256
+
+    family: ClassVar[str] = "quant_group"
+    header: ClassVar[str] = "fp8gen/quant_group.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16",)
+    out_dtype: ClassVar[str] = "float8_e4m3fn"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("x", "const __nv_bfloat16*"), ("q", "uint8_t*"), ("scale", "float*"), ("M", "int"), ("K", "int"),
+        ("ld_scale", "int"), ("mn_major", "int"), ("ue8m0", "int"), ("eps", "float"))
+
+    def tag(self) -> str:
+        return f"g{BLOCK_K}_t{self.threads_per_block}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"k_multiple": BLOCK_K, "elems_per_thread": 16}
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if self.threads_per_block % 32:
+            raise CatalogError(f"{self.name}: threads must be whole warps")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ScaleMnMajorSpec(KernelSpec):
+    threads_per_block: int = 256
+
+    family: ClassVar[str] = "scale_mn_major"
+    header: ClassVar[str] = "fp8gen/scale_mn_major.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float32",)
+    out_dtype: ClassVar[str] = "float32"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("src", "const float*"), ("dst", "float*"), ("M", "int"), ("G", "int"), ("M_pad", "int"))
+
+    def tag(self) -> str:
+        return f"t{self.threads_per_block}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _MmaTileSpec(KernelSpec):
+    """Block tile BM x BN x 128 of warps_m x warps_n warps, `stages` deep."""
+    bm: int = 128
+    bn: int = 128
+    warps_m: int = 2
+    warps_n: int = 4
+    stages: int = 3
+
+    a_elem_bytes: ClassVar[int]
+    config: ClassVar[str]
+
+    def tag(self) -> str:
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_w{self.warps_m}x{self.warps_n}_s{self.stages}"
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def dynamic_smem(self) -> int:
+        return self.stages * (self.bm * BLOCK_K * self.a_elem_bytes + self.bn * BLOCK_K)
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"bm": self.bm, "bn": self.bn, "k_multiple": BLOCK_K, "n_multiple": 16}
+
+    def template_vars(self) -> Dict[str, Any]:
+        return dict(super().template_vars(), config=self.config)
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if self.bm % (16 * self.warps_m) or self.bn % (16 * self.warps_n):
+            raise CatalogError(f"{self.name}: warp tiles must be multiples of 16x16")
+        if BLOCK_K % self.bn:
+            raise CatalogError(f"{self.name}: bn must divide {BLOCK_K} (one weight-scale block per tile)")
+        if not 2 <= self.stages <= 8:
+            raise CatalogError(f"{self.name}: stages must be 2..8")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8MmaSpec(_MmaTileSpec):
+    family: ClassVar[str] = "w8a8_mma"
+    header: ClassVar[str] = "fp8gen/w8a8_mma.cuh"
+    config: ClassVar[str] = "W8A8MmaConfig"
+    a_elem_bytes: ClassVar[int] = 1
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float8_e4m3fn", "float8_e4m3fn")
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("a", "const uint8_t*"), ("a_scale", "const float*"), ("w", "const uint8_t*"),
+        ("w_scale", "const float*"), ("out", "__nv_bfloat16*"), ("M", "int"), ("N", "int"), ("K", "int"))
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if hw.compute_capability < (8, 9):
+            raise CatalogError(f"{self.name}: e4m3 mma.sync needs sm_89 or newer")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A16GemmSpec(_MmaTileSpec):
+    family: ClassVar[str] = "w8a16_gemm"
+    header: ClassVar[str] = "fp8gen/w8a16_gemm.cuh"
+    config: ClassVar[str] = "W8A16GemmConfig"
+    a_elem_bytes: ClassVar[int] = 2
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16", "float8_e4m3fn")
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("x", "const __nv_bfloat16*"), ("w", "const uint8_t*"), ("w_scale", "const float*"),
+        ("out", "__nv_bfloat16*"), ("M", "int"), ("N", "int"), ("K", "int"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A16GemvSpec(KernelSpec):
+    threads_per_block: int = 256
+    unroll: int = 4
+
+    family: ClassVar[str] = "w8a16_gemv"
+    header: ClassVar[str] = "fp8gen/w8a16_gemv.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16", "float8_e4m3fn")
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = W8A16GemmSpec.abi_ctypes
+    max_m: ClassVar[int] = 4
+
+    def tag(self) -> str:
+        return f"t{self.threads_per_block}_u{self.unroll}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"max_m": self.max_m, "k_multiple": BLOCK_K, "rows_per_block": self.threads_per_block // 32}
+
+
+FAMILIES: Dict[str, Type[KernelSpec]] = {
+    cls.family: cls for cls in (QuantGroupSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec, W8A16GemvSpec)
+}
+
+# HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.
+_FIELD_ALIASES = {"threads": "threads_per_block"}
+
+
+def specs_for(arch: str) -> List[KernelSpec]:
+    """Every instance HARDWARE.toml lists for `arch`, checked, in a stable order."""
+    hw = load_hardware(arch)
+    specs: List[KernelSpec] = []
+    for family, rows in hw.instances.items():
+        cls = FAMILIES.get(family)
+        if cls is None:
+            raise CatalogError(f"{arch}: HARDWARE.toml lists unknown family {family!r}; "
+                               f"known: {', '.join(FAMILIES)}")
+        field_names = {f.name for f in dataclasses.fields(cls)} - {"arch"}
+        for row in rows:
+            kwargs = {_FIELD_ALIASES.get(k, k): v for k, v in row.items()}
+            unknown = set(kwargs) - field_names
+            if unknown:
+                raise CatalogError(f"{arch}: {family} instance has unknown keys {sorted(unknown)}")
+            spec = cls(arch=arch, **kwargs)
+            spec.check(hw)
+            specs.append(spec)
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise CatalogError(f"{arch}: instances listed twice: {dupes}")
+    return sorted(specs, key=lambda s: (s.family, s.name))
+
+
+def find_spec(name: str, arches=None) -> KernelSpec:
+    from runtime.paths import ARCHES
+
+    for arch in arches or ARCHES:
+        for spec in specs_for(arch):
+            if spec.name == name:
+                return spec
+    raise CatalogError(f"no kernel named {name!r}; `python -m gen list --arch all` lists them")

@@ -1,0 +1,129 @@
+"""`python -m gen ...`: build, check, list and inspect fp8gen's kernels."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import List, Optional
+
+from runtime.errors import Fp8genError
+from runtime.paths import ARCHES, REPO_ROOT, build_dir, manifest_path
+
+
+def _arches(values: Optional[List[str]], default: List[str]) -> List[str]:
+    if not values:
+        return default
+    out: List[str] = []
+    for v in values:
+        for a in (ARCHES if v == "all" else [v]):
+            if a not in ARCHES:
+                raise SystemExit(f"unknown arch {a!r}; choose from {', '.join(ARCHES)} or all")
+            if a not in out:
+                out.append(a)
+    return out
+
+
+def cmd_build(args) -> int:
+    from gen.build import build_arch, stale_manifest
+    from gen.catalog import specs_for
+    from gen.render import render_all, stale_sources
+
+    arches = _arches(args.arch, list(ARCHES) if args.check else ["sm_90a"])
+    if args.check:
+        problems = []
+        for arch in arches:
+            rendered = render_all(specs_for(arch))
+            problems += stale_sources(arch, rendered) + stale_manifest(arch, rendered)
+        for p in problems:
+            print(p)
+        if problems:
+            print(f"emitted/ is out of step with the templates ({len(problems)} problems); "
+                  f"run `python -m gen build --arch <arch>`", file=sys.stderr)
+            return 1
+        print(f"emitted/ matches the templates for {', '.join(arches)}")
+        return 0
+    from gen.toolchain import toolchain
+
+    tc = toolchain()
+    print(f"using {tc.describe()}; cubins under {build_dir()}")
+    for arch in arches:
+        t0 = time.monotonic()
+        result = build_arch(arch, jobs=args.jobs, patterns=args.kernel, tc=tc)
+        print(f"{arch}: {result['kernels']} kernels current"
+              f"{', manifest updated' if result['manifest_written'] else ''} ({time.monotonic() - t0:.1f} s)")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from gen.catalog import specs_for
+
+    for arch in _arches(args.arch, list(ARCHES)):
+        for spec in specs_for(arch):
+            print(f"{spec.family:16s} {spec.name}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from gen.catalog import find_spec
+    from gen.render import source_path
+    from runtime import manifest
+
+    spec = find_spec(args.name)
+    info = {"name": spec.name, "family": spec.family, "arch": spec.arch, "params": spec.params(),
+            "threads": spec.threads, "dynamic_smem": spec.dynamic_smem, "constraints": spec.constraints(),
+            "abi": [list(p) for p in spec.abi],
+            "source": str(source_path(spec).relative_to(REPO_ROOT))}
+    try:
+        _, entries = manifest.load(manifest_path(spec.arch))
+        built = next((e for e in entries if e.name == spec.name), None)
+    except Fp8genError:
+        built = None
+    if built is None:
+        info["resources"] = f"not built: run `python -m gen build --arch {spec.arch}`"
+    else:
+        info["resources"] = {"registers": built.registers, "static_smem": built.static_smem,
+                             "spill_bytes": built.spill_bytes, "stack_bytes": built.stack_bytes}
+        info["cubin"] = str(build_dir() / built.cubin)
+        info["cubin_sha256"] = built.cubin_sha256
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gen", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="render templates into emitted/<arch>/, compile cubins, write the manifest",
+                       description="Render every kernel HARDWARE.toml lists for each arch into emitted/<arch>/ "
+                                   "(only changed files are written), compile them with the pinned nvcc "
+                                   "through ninja (only stale ones), enforce the ptxas rules (no spills, no "
+                                   "local memory, no ptxas warnings) and write emitted/<arch>/manifest.json.")
+    b.add_argument("--arch", action="append", metavar="ARCH",
+                   help=f"arch to build, repeatable, or 'all' ({', '.join(ARCHES)}); default sm_90a "
+                        f"(with --check: all)")
+    b.add_argument("--jobs", "-j", type=int, default=2, help="parallel nvcc jobs (default 2)")
+    b.add_argument("--kernel", action="append", metavar="PATTERN",
+                   help="build only kernels whose name matches this glob or whose family is this "
+                        "(repeatable); the manifest is then left unchanged")
+    b.add_argument("--check", action="store_true",
+                   help="render only; exit 1 listing the files of emitted/ that differ from the templates")
+    b.set_defaults(func=cmd_build)
+
+    ls = sub.add_parser("list", help="one kernel per line, family first")
+    ls.add_argument("--arch", action="append", metavar="ARCH", help="arch, repeatable, or 'all' (default all)")
+    ls.set_defaults(func=cmd_list)
+
+    sh = sub.add_parser("show", help="a kernel's spec, source path and built resources")
+    sh.add_argument("name", help="kernel name as `gen list` prints it")
+    sh.set_defaults(func=cmd_show)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except Fp8genError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

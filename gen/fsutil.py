@@ -1,0 +1,34 @@
+"""Atomic, change-only writes: a reader never sees half a file, and an
+unchanged output keeps its mtime so nothing downstream rebuilds."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_if_different(path: Path, text: str) -> bool:
+    """Returns True when the file was (re)written."""
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data)
+    return True

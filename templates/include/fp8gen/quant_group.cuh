@@ -1,0 +1,80 @@
+// Per-token-group activation quantizer: bf16 [M,K] -> e4m3 [M,K] plus one
+// FP32 scale per token per 128-K group (DESIGN.md numerics):
+//   s = max(amax, eps) / 448  (or the next power of two for UE8M0),
+//   q = sat_e4m3(x / s)       (true IEEE division, round to nearest even).
+// A thread owns 16 consecutive elements (two 16-byte loads in flight); the 8
+// threads of one group reduce their amax with shuffles.
+#pragma once
+#include "fp8gen/ptx.cuh"
+
+namespace fp8gen {
+
+constexpr float kE4m3Max = 448.f;
+constexpr int kQuantGroup = 128;
+constexpr int kQuantElemsPerThread = 16;
+constexpr int kQuantThreadsPerGroup = kQuantGroup / kQuantElemsPerThread;
+
+// Smallest power of two >= v (v positive, normal): exact, no log2 rounding.
+__device__ __forceinline__ float pow2_ceil(float v) {
+  uint32_t bits = __float_as_uint(v);
+  const uint32_t mantissa = bits & 0x7fffffu;
+  bits &= 0xff800000u;
+  if (mantissa != 0) bits += 0x00800000u;
+  return __uint_as_float(bits);
+}
+
+__device__ __forceinline__ float group_scale(float amax, float eps, bool ue8m0) {
+  const float s = __fdiv_rn(fmaxf(amax, eps), kE4m3Max);
+  return ue8m0 ? pow2_ceil(s) : s;
+}
+
+template <int THREADS>
+__device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, float* scale, int M, int K,
+                                            int ld_scale, int mn_major, int ue8m0, float eps) {
+  static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
+  const int chunks_per_row = K / kQuantElemsPerThread;
+  const int64_t chunk = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
+  const bool valid = chunk < static_cast<int64_t>(M) * chunks_per_row;
+  uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+  if (valid) {
+    const uint4* src = reinterpret_cast<const uint4*>(x + chunk * kQuantElemsPerThread);
+    raw[0] = __ldg(src);
+    raw[1] = __ldg(src + 1);
+  }
+  float f[kQuantElemsPerThread];
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(raw);
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < kQuantElemsPerThread / 2; ++i) {
+    const float2 v = __bfloat1622float2(h[i]);
+    f[2 * i] = v.x;
+    f[2 * i + 1] = v.y;
+    amax = fmaxf(amax, fmaxf(fabsf(v.x), fabsf(v.y)));
+  }
+  // Groups are 8 aligned lanes; invalid lanes hold zeros and only ever share
+  // a group with other invalid lanes (M*K/16 is a multiple of 8).
+#pragma unroll
+  for (int off = 1; off < kQuantThreadsPerGroup; off <<= 1)
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float s = group_scale(amax, eps, ue8m0 != 0);
+  if (!valid) return;
+
+  uint32_t packed[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t lo = ptx::cvt_e4m3x2(__fdiv_rn(f[4 * i], s), __fdiv_rn(f[4 * i + 1], s));
+    const uint32_t hi = ptx::cvt_e4m3x2(__fdiv_rn(f[4 * i + 2], s), __fdiv_rn(f[4 * i + 3], s));
+    packed[i] = lo | (hi << 16);
+  }
+  *reinterpret_cast<uint4*>(q + chunk * kQuantElemsPerThread) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+
+  const int col_chunk = static_cast<int>(chunk % chunks_per_row);
+  if (col_chunk % kQuantThreadsPerGroup == 0) {
+    const int64_t row = chunk / chunks_per_row;
+    const int group = col_chunk / kQuantThreadsPerGroup;
+    const int64_t at = mn_major ? static_cast<int64_t>(group) * ld_scale + row : row * ld_scale + group;
+    scale[at] = s;
+  }
+}
+
+}  // namespace fp8gen

@@ -1,0 +1,87 @@
+// W8A8 block-scaled GEMM on mma.sync m16n8k32 e4m3 (the in-tree, portable
+// family). out[m,n] = sum_kb (sum_{k in kb} a[m,k] w[n,k]) * a_scale[m,kb] *
+// w_scale[n/128,kb]: each 128-K partial stays FP32 and is promoted once.
+#pragma once
+#include "fp8gen/gemm_mainloop.cuh"
+
+namespace fp8gen {
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES>
+using W8A8MmaConfig = MmaTileConfig<BM, BN, WARPS_M, WARPS_N, STAGES, 1>;
+
+template <class C>
+struct W8A8MmaMath {
+  float acc[C::MT][C::NT][4];
+  const float* a_scale;  // [M, kblocks], token-major
+  const float* w_scale;  // [ceil(N/128), kblocks]
+  int M, row0, n_block;
+
+  __device__ __forceinline__ void operator()(const uint8_t* tile_a, const uint8_t* tile_b, int kb, int kblocks) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int wm0 = (warp / C::WARPS_N) * C::WM;
+    const int wn0 = (warp % C::WARPS_N) * C::WN;
+    // Scales first: their latency hides behind this block's MMAs.
+    float sa[C::MT][2];
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + i * 16 + (lane >> 2) + 8 * h;
+        sa[i][h] = row < M ? __ldg(a_scale + static_cast<int64_t>(row) * kblocks + kb) : 0.f;
+      }
+    const float sw = __ldg(w_scale + static_cast<int64_t>(n_block) * kblocks + kb);
+
+    float part[C::MT][C::NT][4];
+    zero_fragments(part);
+
+#pragma unroll
+    for (int ks = 0; ks < kBlockK / 32; ++ks) {
+      uint32_t af[C::MT][4];
+#pragma unroll
+      for (int i = 0; i < C::MT; ++i) {
+        const int mat = lane >> 3;
+        const int row = wm0 + i * 16 + (lane & 7) + (mat & 1) * 8;
+        ptx::ldmatrix_x4(af[i], tile_a + swizzled<kBlockK, 0>(row, ks * 2 + (mat >> 1)));
+      }
+#pragma unroll
+      for (int jp = 0; jp < C::NT / 2; ++jp) {
+        uint32_t bf[2][2];
+        load_b_pair_e4m3(bf, tile_b, wn0 + jp * 16, ks);
+#pragma unroll
+        for (int i = 0; i < C::MT; ++i) {
+          ptx::mma_e4m3_16832(part[i][2 * jp], af[i], bf[0]);
+          ptx::mma_e4m3_16832(part[i][2 * jp + 1], af[i], bf[1]);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < C::MT; ++i)
+#pragma unroll
+      for (int j = 0; j < C::NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e] * (sa[i][e >> 1] * sw);
+  }
+};
+
+template <class C>
+__device__ __forceinline__ void w8a8_mma(const uint8_t* a, const float* a_scale, const uint8_t* w,
+                                         const float* w_scale, __nv_bfloat16* out, int M, int N, int K) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int n0 = blockIdx.x * C::BN;
+  const int m0 = blockIdx.y * C::BM;
+  const int warp = threadIdx.x >> 5;
+  const int wm0 = (warp / C::WARPS_N) * C::WM;
+  const int wn0 = (warp % C::WARPS_N) * C::WN;
+  W8A8MmaMath<C> math;
+  zero_fragments(math.acc);
+  math.a_scale = a_scale;
+  math.w_scale = w_scale;
+  math.M = M;
+  math.row0 = m0 + wm0;
+  math.n_block = n0 / kBlockK;
+  mma_mainloop<C>(smem, a, w, M, N, K, m0, n0, math);
+  store_bf16_fragments<C::MT, C::NT>(math.acc, out, M, N, m0 + wm0, n0 + wn0);
+}
+
+}  // namespace fp8gen
