@@ -17,7 +17,7 @@ from gen.fsutil import write_if_different
 from gen.hardware import load_hardware
 from gen.ninja_file import COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text
 from gen.ptxas import parse
-from gen.render import render_all, source_path, write_sources
+from gen.render import display, render_all, source_path, write_sources
 from gen.toolchain import Toolchain, toolchain
 from runtime import manifest
 from runtime.errors import CatalogError, CompileError
@@ -55,8 +55,7 @@ def _run_ninja(directory: Path, targets: List[str], jobs: int, echo: Callable[[s
     cmd = [ninja_binary(), "-C", str(directory), f"-j{jobs}", *targets]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     captured = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
+    for line in proc.stdout or ():
         captured.append(line)
         if line.startswith("[") or line.startswith("ninja: no work"):
             echo(line.rstrip())
@@ -79,7 +78,7 @@ def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifes
         cluster=(1, 1, 1), static_smem=res.static_smem, dynamic_smem=spec.dynamic_smem,
         registers=res.registers, spill_bytes=res.spill_bytes, stack_bytes=res.stack_bytes,
         params=spec.params(), constraints=spec.constraints(),
-        source=str(source_path(spec).relative_to(REPO_ROOT)),
+        source=display(source_path(spec)),
         source_sha256=hashlib.sha256(source_text.encode()).hexdigest(),
         cubin=f"{arch}/{cubin.name}", cubin_sha256=_sha256(cubin))
 
@@ -92,7 +91,7 @@ def build_arch(arch: str, *, jobs: int = 2, patterns: Optional[List[str]] = None
     rendered = render_all(specs)
     written = write_sources(rendered)
     for path in written:
-        echo(f"rendered {path.relative_to(REPO_ROOT)}")
+        echo(f"rendered {display(path)}")
     tc = tc or toolchain()
     bdir = build_dir() / arch
     flags = [*COMMON_FLAGS, *hw.gencode]
@@ -110,7 +109,7 @@ def build_arch(arch: str, *, jobs: int = 2, patterns: Optional[List[str]] = None
         if len(chosen) == len(specs):
             toolchain_record = {"nvcc": tc.version, "generator": GENERATOR_VERSION}
             wrote_manifest = write_if_different(manifest_path(arch),
-                                                manifest.dumps(arch, toolchain_record, entries))
+                                                manifest.dumps(arch, hw.compute_capability, toolchain_record, entries))
         else:
             echo(f"{arch}: built {len(chosen)} of {len(specs)} kernels; manifest left unchanged")
     return {"arch": arch, "kernels": len(chosen), "sources_written": len(written),

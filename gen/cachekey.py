@@ -37,8 +37,9 @@ def headers_digest(root: Path = INCLUDE_DIR) -> str:
 
 
 def cache_key(*, source: str, arch: str, flags: Sequence[str], tc: Toolchain,
-              extra: Iterable[str] = ()) -> str:
+              include_dir: Path = INCLUDE_DIR, extra: Iterable[str] = ()) -> str:
     h = hashlib.sha256()
-    for part in (GENERATOR_VERSION, arch, tc.version, str(tc.nvcc), *flags, headers_digest(), *extra, source):
+    for part in (GENERATOR_VERSION, arch, tc.version, str(tc.nvcc), *flags, headers_digest(include_dir), *extra,
+                 source):
         h.update(part.encode() + b"\0")
     return h.hexdigest()

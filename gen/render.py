@@ -40,13 +40,20 @@ def write_sources(rendered: Dict[KernelSpec, str]) -> List[Path]:
     return [source_path(s) for s, text in rendered.items() if write_if_different(source_path(s), text)]
 
 
+def display(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def stale_sources(arch: str, rendered: Dict[KernelSpec, str]) -> List[str]:
     """Files under emitted/<arch>/ that differ from what the templates render,
     are missing, or have no spec behind them (relative to the repo root)."""
     problems = []
     expected = {source_path(s): text for s, text in rendered.items()}
     for path, text in sorted(expected.items()):
-        rel = path.relative_to(REPO_ROOT)
+        rel = display(path)
         if not path.exists():
             problems.append(f"{rel}: missing")
         elif path.read_text() != text:
@@ -55,5 +62,5 @@ def stale_sources(arch: str, rendered: Dict[KernelSpec, str]) -> List[str]:
     if arch_dir.exists():
         for path in sorted(arch_dir.glob("*.cu")):
             if path not in expected:
-                problems.append(f"{path.relative_to(REPO_ROOT)}: no spec in HARDWARE.toml renders it")
+                problems.append(f"{display(path)}: no spec in HARDWARE.toml renders it")
     return problems

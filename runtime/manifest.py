@@ -1,6 +1,7 @@
 """The manifest: gen writes it, the loader reads it. One schema, one place.
 
-emitted/<arch>/manifest.json = {"schema": 1, "arch", "toolchain": {...},
+emitted/<arch>/manifest.json = {"schema": 1, "arch", "compute_capability",
+"toolchain": {...},
 "kernels": [entry, ...]}; an entry records the family, name, symbol, the
 parameter ABI, launch resources (threads, cluster, smem, registers, spills),
 the instance's constraints, the source and its sha256, the cubin and its sha256.
@@ -61,8 +62,9 @@ class KernelEntry:
         return cls(**d)
 
 
-def dumps(arch: str, toolchain: Dict[str, str], kernels: List[KernelEntry]) -> str:
-    doc = {"schema": SCHEMA, "arch": arch, "toolchain": toolchain,
+def dumps(arch: str, compute_capability: Tuple[int, int], toolchain: Dict[str, str],
+          kernels: List[KernelEntry]) -> str:
+    doc = {"schema": SCHEMA, "arch": arch, "compute_capability": list(compute_capability), "toolchain": toolchain,
            "kernels": [k.to_json() for k in sorted(kernels, key=lambda k: (k.family, k.name))]}
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 

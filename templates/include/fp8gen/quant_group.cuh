@@ -3,7 +3,9 @@
 //   s = max(amax, eps) / 448  (or the next power of two for UE8M0),
 //   q = sat_e4m3(x / s)       (true IEEE division, round to nearest even).
 // A thread owns 16 consecutive elements (two 16-byte loads in flight); the 8
-// threads of one group reduce their amax with shuffles.
+// threads of one group reduce their amax with shuffles. With MN-major scales
+// the launch also covers the padded tokens M..ld_scale-1, whose scales are
+// written as zeros (padded-M consumers read them).
 #pragma once
 #include "fp8gen/ptx.cuh"
 
@@ -35,6 +37,8 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
   const int chunks_per_row = K / kQuantElemsPerThread;
   const int64_t chunk = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
   const bool valid = chunk < static_cast<int64_t>(M) * chunks_per_row;
+  const int scale_rows = mn_major ? ld_scale : M;
+  const bool scale_valid = chunk < static_cast<int64_t>(scale_rows) * chunks_per_row;
   uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
   if (valid) {
     const uint4* src = reinterpret_cast<const uint4*>(x + chunk * kQuantElemsPerThread);
@@ -57,6 +61,13 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
   for (int off = 1; off < kQuantThreadsPerGroup; off <<= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float s = group_scale(amax, eps, ue8m0 != 0);
+  const int col_chunk = static_cast<int>(chunk % chunks_per_row);
+  if (scale_valid && col_chunk % kQuantThreadsPerGroup == 0) {
+    const int64_t row = chunk / chunks_per_row;
+    const int group = col_chunk / kQuantThreadsPerGroup;
+    const int64_t at = mn_major ? static_cast<int64_t>(group) * ld_scale + row : row * ld_scale + group;
+    scale[at] = valid ? s : 0.f;
+  }
   if (!valid) return;
 
   uint32_t packed[4];
@@ -67,14 +78,6 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
     packed[i] = lo | (hi << 16);
   }
   *reinterpret_cast<uint4*>(q + chunk * kQuantElemsPerThread) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-
-  const int col_chunk = static_cast<int>(chunk % chunks_per_row);
-  if (col_chunk % kQuantThreadsPerGroup == 0) {
-    const int64_t row = chunk / chunks_per_row;
-    const int group = col_chunk / kQuantThreadsPerGroup;
-    const int64_t at = mn_major ? static_cast<int64_t>(group) * ld_scale + row : row * ld_scale + group;
-    scale[at] = s;
-  }
 }
 
 }  // namespace fp8gen

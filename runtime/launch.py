@@ -1,0 +1,70 @@
+"""The one launch helper: named arguments packed by the manifest's ABI, then
+cuLaunchKernelEx. No allocation on the device, no synchronization."""
+from __future__ import annotations
+
+import ctypes
+from typing import Dict, Tuple
+
+from runtime.driver import check, driver
+from runtime.errors import LaunchError
+from runtime.loader import LoadedKernel
+
+_PACK = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "f32": ctypes.c_float}
+_I32_MAX = 2**31 - 1
+
+
+def stream_handle(stream) -> int:
+    """None (legacy default stream), an int handle, a `__cuda_stream__`
+    object, or a torch/cupy stream."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    try:
+        return int(stream)  # a CUstream
+    except TypeError:
+        raise LaunchError(f"cannot take a CUDA stream from a {type(stream).__name__}") from None
+
+
+def pack(kernel: LoadedKernel, args: Dict[str, object]):
+    abi = kernel.entry.abi
+    names = [n for n, _ in abi]
+    if set(args) != set(names):
+        raise LaunchError(f"{kernel.name}: launch arguments {sorted(args)} do not match its ABI {names}")
+    values = []
+    for name, kind in abi:
+        v = args[name]
+        if kind == "i32" and not -_I32_MAX - 1 <= int(v) <= _I32_MAX:
+            raise LaunchError(f"{kernel.name}: {name}={v} does not fit the kernel's 32-bit parameter")
+        values.append(_PACK[kind](v))
+    pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    return values, pointers
+
+
+def launch(ctx, kernel: LoadedKernel, grid: Tuple[int, int, int], args: Dict[str, object], stream) -> None:
+    if min(grid) < 1:
+        raise LaunchError(f"{kernel.name}: empty grid {grid}")
+    values, pointers = pack(kernel, args)
+    cfg = driver.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = kernel.entry.threads, 1, 1
+    cfg.sharedMemBytes = kernel.entry.dynamic_smem
+    cfg.hStream = driver.CUstream(stream_handle(stream))
+    cluster = kernel.entry.cluster
+    if tuple(cluster) != (1, 1, 1):
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+    else:
+        cfg.numAttrs = 0
+    with ctx.current():
+        check(driver.cuLaunchKernelEx(cfg, kernel.function, ctypes.addressof(pointers), 0), "cuLaunchKernelEx",
+              kernel=kernel.name)
+    del values  # kept alive until the driver has copied the arguments

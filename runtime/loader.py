@@ -1,0 +1,112 @@
+"""Per-device kernel loading: one module cache per device's primary context.
+
+Each cubin's sha256 is checked against the manifest, its shared memory
+against the device's limit, and the dynamic-smem attribute set, all before
+the first launch. The loader never compiles: a missing cubin is a LoadError
+that names the `python -m gen build` command to run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Dict, List, Tuple
+
+from runtime import manifest
+from runtime.driver import check, driver, init
+from runtime.errors import LoadError
+from runtime.paths import ARCHES, build_dir, manifest_path
+
+
+@dataclasses.dataclass
+class LoadedKernel:
+    entry: manifest.KernelEntry
+    function: object  # CUfunction in the device's primary context
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+def arch_for(cc: Tuple[int, int]) -> str:
+    """The arch whose manifest records this compute capability."""
+    for arch in ARCHES:
+        path = manifest_path(arch)
+        if path.exists():
+            doc, _ = manifest.load(path)
+            if tuple(doc.get("compute_capability", ())) == cc:
+                return arch
+    raise LoadError(f"no fp8gen manifest targets compute capability {cc[0]}.{cc[1]} "
+                    f"(built arches: {', '.join(a for a in ARCHES if manifest_path(a).exists())})")
+
+
+class DeviceContext:
+    """A device, its retained primary context and its loaded kernels."""
+
+    def __init__(self, ordinal: int):
+        init()
+        self.ordinal = ordinal
+        self.device = check(driver.cuDeviceGet(ordinal), "cuDeviceGet", error=LoadError)
+        attr = driver.CUdevice_attribute
+        get = lambda a: check(driver.cuDeviceGetAttribute(a, self.device), "cuDeviceGetAttribute",  # noqa: E731
+                              error=LoadError)
+        self.compute_capability = (get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                                   get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.max_smem = get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.sm_count = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.context = check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain",
+                             error=LoadError)
+        self.arch = arch_for(self.compute_capability)
+        self.kernels: Dict[str, List[LoadedKernel]] = {}
+        self._modules = []
+        with self.current():
+            self._load_all()
+
+    def current(self):
+        return _CurrentContext(self.context)
+
+    def _load_all(self) -> None:
+        doc, entries = manifest.load(manifest_path(self.arch))
+        rebuild = f"python -m gen build --arch {self.arch}"
+        for e in entries:
+            path = build_dir() / e.cubin
+            try:
+                image = path.read_bytes()
+            except FileNotFoundError:
+                raise LoadError(f"cubin for {e.name} is missing at {path}; run `{rebuild}`") from None
+            if hashlib.sha256(image).hexdigest() != e.cubin_sha256:
+                raise LoadError(f"cubin {path} does not match the manifest's sha256 (stale or foreign build); "
+                                f"run `{rebuild}`")
+            smem = e.static_smem + e.dynamic_smem
+            if smem > self.max_smem:
+                raise LoadError(f"{e.name} needs {smem} B of shared memory; cuda:{self.ordinal} allows "
+                                f"{self.max_smem}")
+            module = check(driver.cuModuleLoadData(image), "cuModuleLoadData", kernel=e.name, error=LoadError)
+            self._modules.append(module)
+            fn = check(driver.cuModuleGetFunction(module, e.symbol.encode()), "cuModuleGetFunction",
+                       kernel=e.name, error=LoadError)
+            if e.dynamic_smem:
+                check(driver.cuFuncSetAttribute(
+                    fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    e.dynamic_smem), "cuFuncSetAttribute", kernel=e.name, error=LoadError)
+            self.kernels.setdefault(e.family, []).append(LoadedKernel(e, fn))
+
+
+class _CurrentContext:
+    """Makes `ctx` current for a block, restoring the caller's context after
+    (a host app's framework may have another one current)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.pushed = False
+
+    def __enter__(self):
+        cur = check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if int(cur) != int(self.ctx):
+            check(driver.cuCtxPushCurrent(self.ctx), "cuCtxPushCurrent")
+            self.pushed = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.pushed:
+            check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        return False

@@ -1,0 +1,135 @@
+"""Launch plans for each kernel family: validate the arguments, choose the
+instance, compute the grid. Pure functions of shapes, pointers and manifest
+entries -- no GPU needed, so every refusal is testable anywhere."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from runtime import validate as v
+from runtime.errors import LoadError
+from runtime.manifest import KernelEntry
+
+DEFAULT_EPS = 1e-10
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    kernel: KernelEntry
+    grid: Tuple[int, int, int]
+    args: Dict[str, object]
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _only(entries: Dict[str, List[KernelEntry]], family: str) -> List[KernelEntry]:
+    found = entries.get(family)
+    if not found:
+        raise LoadError(f"no {family} kernel is built for this arch; run `python -m gen build`")
+    return found
+
+
+def pick_tile(candidates: Sequence[KernelEntry], M: int) -> KernelEntry:
+    """Smallest BM that covers M in one tile row, else the largest BM.
+    (The measured dispatch table replaces this rule once gen tune fills it.)"""
+    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
+    for e in by_bm:
+        if e.constraints["bm"] >= M:
+            return e
+    return by_bm[-1]
+
+
+def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
+                device: Optional[int] = None) -> Launch:
+    """bf16 x[M,K] -> e4m3 q[M,K] + f32 scales, token-major [M, K/128] or
+    MN-major [K/128, M_pad] (M_pad >= M, a multiple of 4; pad tokens get 0)."""
+    op = "quant_group"
+    M, K = v.matrix_shape(op, "x", x)
+    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
+    v.require(op, eps > 0, f"eps must be positive, got {eps}")
+    G = K // v.BLOCK
+    xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
+    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device)
+    s_shape = v.matrix_shape(op, "scale", scale)
+    mn_major = s_shape[0] == G and s_shape != (M, G)
+    if mn_major:
+        m_pad = s_shape[1]
+        v.require(op, m_pad >= M and m_pad % 4 == 0,
+                  f"MN-major scale [{G}, M_pad] needs M_pad >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
+        ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device)
+        ld, rows = m_pad, m_pad
+    else:
+        ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device)
+        ld, rows = G, M
+    k = _only(entries, "quant_group")[0]
+    threads = k.threads
+    chunks = rows * (K // k.constraints["elems_per_thread"])
+    return Launch(k, (_ceil(chunks, threads), 1, 1),
+                  dict(x=xs.ptr, q=qs.ptr, scale=ss.ptr, M=M, K=K, ld_scale=ld, mn_major=int(mn_major),
+                       ue8m0=int(bool(ue8m0)), eps=float(eps)))
+
+
+def scale_mn_major(entries, src, dst, *, device: Optional[int] = None) -> Launch:
+    """Token-major [M, G] -> MN-major [G, M_pad]; pad tokens are written as 0."""
+    op = "scale_mn_major"
+    M, G = v.matrix_shape(op, "src", src)
+    G2, m_pad = v.matrix_shape(op, "dst", dst)
+    v.require(op, G2 == G, f"dst has {G2} groups, src has {G}")
+    v.require(op, m_pad >= M, f"dst has room for {m_pad} tokens, src has {M}")
+    s = v.array(op, "src", src, dtypes=v.F32, shape=(M, G), align=4, device=device)
+    d = v.array(op, "dst", dst, dtypes=v.F32, shape=(G, m_pad), align=4, device=device)
+    k = _only(entries, "scale_mn_major")[0]
+    return Launch(k, (_ceil(G * m_pad, k.threads), 1, 1), dict(src=s.ptr, dst=d.ptr, M=M, G=G, M_pad=m_pad))
+
+
+def _weight(op, w, w_scale, N, K, device):
+    ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
+    ss = v.array(op, "weight_scale", w_scale, dtypes=v.F32, shape=v.weight_scale_shape(N, K), align=4,
+                 device=device)
+    return ws, ss
+
+
+def _tile_grid(k: KernelEntry, M: int, N: int) -> Tuple[int, int, int]:
+    return (_ceil(N, k.constraints["bn"]), _ceil(M, k.constraints["bm"]), 1)
+
+
+def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+    """out[M,N] bf16 = block-scaled a[M,K] e4m3 (token-major scales [M,K/128])
+    x w[N,K] e4m3 (scales [ceil(N/128), K/128])."""
+    op = "w8a8_mma"
+    M, N, K = v.gemm_dims(op, a, w)
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(M, K // v.BLOCK), align=4, device=device)
+    Ws, WSs = _weight(op, w, w_scale, N, K, device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    k = pick_tile(_only(entries, "w8a8_mma"), M)
+    return Launch(k, _tile_grid(k, M, N), dict(a=As.ptr, a_scale=Ss.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr,
+                                                M=M, N=N, K=K))
+
+
+def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None) -> Launch:
+    M, N, K = v.gemm_dims(op, x, w)
+    if max_m is not None:
+        v.require(op, M <= max_m, f"M must be <= {max_m} (the decode GEMV), got {M}")
+    Xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
+    Ws, WSs = _weight(op, w, w_scale, N, K, device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    found = _only(entries, family)
+    k = pick_tile(found, M) if family == "w8a16_gemm" else found[0]
+    grid = _tile_grid(k, M, N) if family == "w8a16_gemm" else (_ceil(N, k.constraints["rows_per_block"]), 1, 1)
+    return Launch(k, grid, dict(x=Xs.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr, M=M, N=N, K=K))
+
+
+def w8a16_gemm(entries, x, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+    """out[M,N] bf16 = x[M,K] bf16 x w[N,K] e4m3 with 128x128 weight scales."""
+    return _w8a16("w8a16_gemm", "w8a16_gemm", entries, x, w, w_scale, out, device)
+
+
+def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+    """Decode: the same product for M <= 4, streaming each weight byte once."""
+    k = _only(entries, "w8a16_gemv")[0]
+    return _w8a16("w8a16_gemv", "w8a16_gemv", entries, x, w, w_scale, out, device,
+                  max_m=k.constraints["max_m"])

@@ -1,0 +1,63 @@
+"""Launch-time checks. Each failure names the op, the argument and the broken
+requirement, and raises before anything is launched."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+from runtime.errors import ValidationError
+from runtime.tensors import DeviceArray, as_device_array
+
+# e4m3 operands: a float8_e4m3fn array, or its raw bytes (a uint8 view), for
+# producers that cannot export float8 through DLPack.
+E4M3 = ("e4m3", "u8")
+BF16 = ("bf16",)
+F32 = ("f32",)
+
+BLOCK = 128
+
+
+def fail(op: str, message: str) -> None:
+    raise ValidationError(f"{op}: {message}")
+
+
+def require(op: str, condition: bool, message: str) -> None:
+    if not condition:
+        fail(op, message)
+
+
+def array(op: str, name: str, obj, *, dtypes: Sequence[str], shape: Tuple[int, ...], align: int = 16,
+          device: Optional[int] = None) -> DeviceArray:
+    """Adapts `obj` and checks dtype, exact shape, row-major contiguity,
+    alignment and device."""
+    arr = as_device_array(obj, f"{op}: {name}")
+    require(op, arr.dtype in dtypes, f"{name} must be {' or '.join(dtypes)}, got {arr.dtype}")
+    require(op, arr.shape == tuple(shape), f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+    require(op, arr.is_contiguous(), f"{name} must be contiguous row-major, got strides {arr.strides} "
+                                     f"for shape {arr.shape}")
+    require(op, arr.ptr != 0 or arr.numel == 0, f"{name} is a null pointer")
+    require(op, arr.ptr % align == 0, f"{name} must be {align}-byte aligned, its address is {arr.ptr:#x}")
+    if device is not None and arr.device is not None:
+        require(op, arr.device == device, f"{name} is on cuda:{arr.device}, this runtime runs on cuda:{device}")
+    return arr
+
+
+def matrix_shape(op: str, name: str, obj, ndim: int = 2) -> Tuple[int, ...]:
+    """The shape of `obj`, checked for rank, before any exact check."""
+    arr = as_device_array(obj, f"{op}: {name}")
+    require(op, len(arr.shape) == ndim, f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr.shape
+
+
+def gemm_dims(op: str, x, w, *, k_multiple: int = BLOCK, n_multiple: int = 16) -> Tuple[int, int, int]:
+    M, K = matrix_shape(op, "activation", x)
+    N, Kw = matrix_shape(op, "weight", w)
+    require(op, K == Kw, f"activation has K={K} but weight has K={Kw}")
+    require(op, M >= 1, f"M must be >= 1, got {M}")
+    require(op, K % k_multiple == 0, f"K must be a multiple of {k_multiple}, got {K}")
+    require(op, N % n_multiple == 0, f"N must be a multiple of {n_multiple}, got {N}")
+    return M, N, K
+
+
+def weight_scale_shape(N: int, K: int) -> Tuple[int, int]:
+    """The checkpoint's 128x128 block grid: [ceil(N/128), K/128]."""
+    return (-(-N // BLOCK), K // BLOCK)

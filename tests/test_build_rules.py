@@ -1,0 +1,70 @@
+"""Layer 1: the cache key, the generated ninja file, and the ptxas rules."""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gen.cachekey import cache_key
+from gen.ninja_file import NinjaTarget, ninja_text
+from gen.ptxas import parse
+from gen.toolchain import Toolchain
+
+TC = Toolchain(nvcc=Path("/opt/cuda/bin/nvcc"), version="13.0.88", origin="test")
+
+
+def _key(tmp_path, **over):
+    inc = tmp_path / "inc"
+    inc.mkdir(exist_ok=True)
+    (inc / "a.cuh").write_text(over.pop("header", "// header\n"))
+    args = dict(source="src", arch="sm_90a", flags=["-O3"], tc=TC, include_dir=inc)
+    args.update(over)
+    return cache_key(**args)
+
+
+@pytest.mark.parametrize("change", [
+    dict(source="src2"), dict(arch="sm_89"), dict(flags=["-O2"]), dict(header="// edited\n"),
+    dict(tc=dataclasses.replace(TC, version="13.0.89")), dict(tc=dataclasses.replace(TC, nvcc=Path("/x/nvcc"))),
+])
+def test_cache_key_covers_each_input(tmp_path, change):
+    base = _key(tmp_path)
+    assert _key(tmp_path) == base
+    assert _key(tmp_path, **change) != base
+
+
+def test_ninja_file_uses_depfiles_and_puts_the_key_on_the_command():
+    text = ninja_text(nvcc=Path("/n/nvcc"), include_dirs=[Path("/inc")],
+                      gencode=["-gencode=arch=compute_90a,code=sm_90a"],
+                      targets=[NinjaTarget("k1", Path("/e/k1.cu"), "k1.cubin", "k1.ptxas.log", "abc123")])
+    assert "depfile = $out.d" in text and "deps = gcc" in text
+    assert "-MD -MF $out.d" in text
+    assert "-DFP8GEN_CACHE_KEY=$key" in text
+    assert "build k1.cubin | k1.ptxas.log: cubin /e/k1.cu" in text
+    assert "  key = abc123" in text
+    assert "-gencode=arch=compute_90a,code=sm_90a" in text and "-I/inc" in text
+
+
+CLEAN = """ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : Function properties for k
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem
+"""
+
+
+def test_ptxas_clean_report():
+    r = parse(CLEAN)
+    assert (r.registers, r.static_smem, r.spill_bytes, r.stack_bytes) == (168, 1024, 0, 0)
+    assert r.violations() == []
+
+
+def test_ptxas_spills_and_warnings_break_the_build():
+    spilled = CLEAN.replace("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+                            "56 bytes stack frame, 64 bytes spill stores, 60 bytes spill loads")
+    v = parse(spilled).violations()
+    assert any("124 bytes of register spills" in x for x in v) and any("stack frame" in x for x in v)
+    warned = CLEAN + "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized\n"
+    assert any("C7510" in x for x in parse(warned).violations())
+
+
+def test_ptxas_without_report_is_an_error():
+    with pytest.raises(ValueError):
+        parse("nothing here")

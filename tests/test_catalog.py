@@ -1,0 +1,86 @@
+"""Layer 1: specs, names, and the refusals of impossible instances."""
+import dataclasses
+import re
+
+import pytest
+
+from gen import catalog
+from gen.catalog import W8A8MmaSpec, specs_for
+from gen.hardware import load_hardware
+from runtime.errors import CatalogError
+from runtime.paths import ARCHES
+
+FAMILIES = {"quant_group", "scale_mn_major", "w8a8_mma", "w8a16_gemm", "w8a16_gemv"}
+
+
+def test_sm90a_lists_all_five_families():
+    assert {s.family for s in specs_for("sm_90a")} == FAMILIES
+
+
+def test_sm100a_has_no_emulated_mma():
+    assert "w8a8_mma" not in {s.family for s in specs_for("sm_100a")}
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_names_are_deterministic_unique_filename_safe(arch):
+    first = [s.name for s in specs_for(arch)]
+    assert first == [s.name for s in specs_for(arch)]
+    assert len(set(first)) == len(first)
+    for name in first:
+        assert re.fullmatch(r"[a-z0-9_]+", name)
+        assert name.endswith("_" + arch.replace("_", ""))
+
+
+def test_equality_and_hash_follow_the_name():
+    a = W8A8MmaSpec(arch="sm_90a", bm=128, bn=128, warps_m=2, warps_n=4, stages=4)
+    b = W8A8MmaSpec(arch="sm_90a", bm=128, bn=128, warps_m=2, warps_n=4, stages=4)
+    c = dataclasses.replace(a, stages=3)
+    assert a == b and hash(a) == hash(b) and a != c
+    assert a.name == "w8a8_mma_e4m3e4m3_bf16_128x128x128_w2x4_s4_sm90a"
+
+
+def test_abi_kinds_come_from_the_signature():
+    spec = specs_for("sm_90a")[0]
+    assert all(kind in ("ptr", "i32", "f32") for _, kind in spec.abi)
+    assert [n for n, _ in spec.abi] == [n for n, _ in spec.abi_ctypes]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_every_instance_fits_its_arch(arch):
+    hw = load_hardware(arch)
+    for spec in specs_for(arch):
+        assert spec.dynamic_smem <= hw.max_dynamic_smem
+
+
+def test_too_much_shared_memory_is_refused():
+    hw = load_hardware("sm_89")
+    with pytest.raises(CatalogError, match="shared memory"):
+        W8A8MmaSpec(arch="sm_89", bm=128, bn=128, warps_m=2, warps_n=4, stages=4).check(hw)
+
+
+def test_bad_tiles_are_refused():
+    hw = load_hardware("sm_90a")
+    with pytest.raises(CatalogError, match="divide 128"):
+        W8A8MmaSpec(arch="sm_90a", bm=128, bn=256, warps_m=2, warps_n=4, stages=2).check(hw)
+    with pytest.raises(CatalogError, match="multiples of 16"):
+        W8A8MmaSpec(arch="sm_90a", bm=48, bn=128, warps_m=2, warps_n=4, stages=2).check(hw)
+
+
+def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):
+    real = catalog.load_hardware
+
+    def patched(arch, extra):
+        hw = real(arch)
+        return dataclasses.replace(hw, instances={**hw.instances, **extra})
+
+    monkeypatch.setattr(catalog, "load_hardware", lambda a: patched(a, {"w8a8_magic": [{}]}))
+    with pytest.raises(CatalogError, match="unknown family"):
+        specs_for("sm_90a")
+    monkeypatch.setattr(catalog, "load_hardware", lambda a: patched(a, {"w8a8_mma": [{"bm": 64, "tile": 1}]}))
+    with pytest.raises(CatalogError, match="unknown keys"):
+        specs_for("sm_90a")
+
+
+def test_unknown_arch():
+    with pytest.raises(CatalogError, match="unknown arch"):
+        specs_for("sm_70")

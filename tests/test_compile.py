@@ -1,0 +1,114 @@
+"""Layer 2 (compiler, no GPU): real builds, the no-op rebuild, header
+tracking, failure reporting, and what the SASS of each family promises."""
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gen.build import build_arch
+from gen.catalog import specs_for
+from gen.toolchain import sass_tool
+from runtime.errors import CatalogError, CompileError
+from runtime.paths import REPO_ROOT, build_dir
+
+pytestmark = pytest.mark.compiler
+QUIET = lambda line: None  # noqa: E731
+
+# Native QMMA where the arch has it; the FP16 emulation (asserted as the
+# fact it is) on sm_90a.
+MMA_SASS = {
+    "sm_89": ["QMMA.16832.F32.E4M3.E4M3"],
+    "sm_120a": ["QMMA.16832.F32.E4M3.E4M3"],
+    "sm_121a": ["QMMA.16832.F32.E4M3.E4M3"],
+    "sm_90a": ["F2FP.F16.E4M3.UNPACK_B", "HMMA.16816.F32"],
+}
+
+
+def sass(cubin) -> str:
+    tool = sass_tool("cuobjdump")
+    if tool is None:
+        pytest.fail("cuobjdump not found: install the test extra (`pip install -e .[test]`)")
+    return subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def sm90a_built():
+    build_arch("sm_90a", echo=QUIET)
+    return build_dir() / "sm_90a"
+
+
+def test_noop_rebuild_is_fast(sm90a_built):
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "gen", "build", "--arch", "sm_90a"], cwd=REPO_ROOT,
+                         capture_output=True, text=True)
+    elapsed = time.monotonic() - t0
+    assert out.returncode == 0, out.stderr
+    assert "no work to do" in out.stdout
+    assert elapsed < 2.0, f"no-op build took {elapsed:.2f} s"
+
+
+def test_header_change_rebuilds_exactly_its_dependents(sm90a_built):
+    import gen.ninja_file as nf
+
+    ninja = nf.ninja_binary()
+    header = REPO_ROOT / "templates/include/fp8gen/scale_mn_major.cuh"
+    stamp = header.stat()
+    try:
+        header.touch()
+        dry = subprocess.run([ninja, "-C", str(sm90a_built), "-n"], capture_output=True, text=True, check=True)
+    finally:
+        import os
+
+        os.utime(header, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    rebuilt = re.findall(r"nvcc (\S+)", dry.stdout)
+    assert rebuilt == [s.name for s in specs_for("sm_90a") if s.family == "scale_mn_major"]
+
+
+def test_every_sm90a_kernel_is_clean(sm90a_built):
+    for spec in specs_for("sm_90a"):
+        text = sass(sm90a_built / f"{spec.name}.cubin")
+        assert not re.search(r"\b(LDL|STL)\b", text), f"{spec.name} uses local memory"
+
+
+@pytest.mark.parametrize("arch", sorted(MMA_SASS))
+def test_w8a8_mma_sass(arch):
+    # A smoke subset for the arches CI does not build whole: the mma GEMMs.
+    build_arch(arch, patterns=["w8a8_mma"], echo=QUIET)
+    for spec in specs_for(arch):
+        if spec.family != "w8a8_mma":
+            continue
+        text = sass(build_dir() / arch / f"{spec.name}.cubin")
+        for op in MMA_SASS[arch]:
+            assert op in text, f"{spec.name}: {op} missing from SASS"
+        if arch == "sm_90a":
+            assert "QMMA" not in text
+        assert not re.search(r"\b(LDL|STL)\b", text)
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_120a"])
+def test_smoke_quantizer_and_w8a16_build(arch):
+    build_arch(arch, patterns=["quant_group", "w8a16_gemv"], echo=QUIET)
+
+
+def test_empty_filter_is_an_error():
+    with pytest.raises(CatalogError, match="no kernel matches"):
+        build_arch("sm_90a", patterns=["no_such_kernel*"], echo=QUIET)
+
+
+def test_compile_error_carries_command_output_and_source(tmp_path, monkeypatch):
+    import gen.build as build
+    import gen.render as render
+
+    monkeypatch.setenv("FP8GEN_BUILD_DIR", str(tmp_path / "b"))
+    from runtime import env
+
+    with env.override(build_dir=tmp_path / "b"):
+        monkeypatch.setattr(render, "EMITTED_DIR", tmp_path / "emitted")
+        monkeypatch.setattr(build, "render_all",
+                            lambda specs: {s: "#error deliberately broken\n" for s in specs})
+        with pytest.raises(CompileError) as info:
+            build.build_arch("sm_90a", patterns=["scale_mn_major"], echo=QUIET)
+    msg = str(info.value)
+    assert "deliberately broken" in msg and "command:" in msg and "scale_mn_major" in msg

@@ -1,0 +1,140 @@
+"""Layer 1: every class of bad input is refused before launch, with a message
+naming the broken requirement. Launch plans are pure, so no GPU is needed:
+arrays are raw (fake) device pointers, kernels come from the manifest."""
+import numpy as np
+import pytest
+
+from runtime import manifest, ops
+from runtime.errors import LoadError, ValidationError
+from runtime.paths import manifest_path
+from runtime.tensors import DeviceArray, as_device_array
+
+M, N, K = 100, 2112, 7168
+BASE = 1 << 32
+
+
+@pytest.fixture(scope="module")
+def entries():
+    _, es = manifest.load(manifest_path("sm_90a"))
+    out = {}
+    for e in es:
+        out.setdefault(e.family, []).append(e)
+    return out
+
+
+def arr(shape, dtype, offset=0, strides=None, device=None):
+    arr.next += 1 << 28
+    return DeviceArray.raw(arr.next + offset, shape, dtype, strides=strides, device=device)
+
+
+arr.next = BASE
+
+
+def gemm_args(**over):
+    args = dict(a=arr((M, K), "e4m3"), a_scale=arr((M, K // 128), "f32"), w=arr((N, K), "e4m3"),
+                w_scale=arr((-(-N // 128), K // 128), "f32"), out=arr((M, N), "bf16"))
+    args.update(over)
+    return args
+
+
+def test_valid_gemm_plans(entries):
+    plan = ops.w8a8_mma(entries, **gemm_args())
+    assert plan.kernel.family == "w8a8_mma" and plan.kernel.constraints["bm"] == 128
+    assert plan.grid == (-(-N // 128), 1, 1)
+    assert ops.w8a8_mma(entries, **gemm_args(a=arr((M, K), "u8"))).args["M"] == M  # raw e4m3 bytes
+
+
+def test_small_m_takes_the_small_tile(entries):
+    m = 17
+    plan = ops.w8a8_mma(entries, a=arr((m, K), "e4m3"), a_scale=arr((m, K // 128), "f32"), w=arr((N, K), "e4m3"),
+                        w_scale=arr((17, K // 128), "f32"), out=arr((m, N), "bf16"))
+    assert plan.kernel.constraints["bm"] == 64
+
+
+@pytest.mark.parametrize("case,match", [
+    (dict(a=lambda: arr((M, K), "bf16")), "a must be e4m3 or u8"),
+    (dict(out=lambda: arr((M, N), "f32")), "out must be bf16"),
+    (dict(out=lambda: arr((M, N + 16), "bf16")), r"out must have shape \(100, 2112\)"),
+    (dict(a_scale=lambda: arr((M, K // 128 + 1), "f32")), "a_scale must have shape"),
+    (dict(w_scale=lambda: arr((N, K // 128), "f32")), "weight_scale must have shape"),  # per-row read as block
+    (dict(w_scale=lambda: arr((17, K // 128), "bf16")), "weight_scale must be f32"),
+    (dict(a=lambda: arr((M, K), "e4m3", offset=8)), "a must be 16-byte aligned"),
+    (dict(out=lambda: arr((M, N), "bf16", strides=(1, M))), "contiguous"),
+    (dict(a=lambda: DeviceArray.raw(0, (M, K), "e4m3")), "null pointer"),
+    (dict(w=lambda: arr((N, K - 128), "e4m3")), "weight has K=7040"),
+    (dict(a=lambda: arr((M, K, 1), "e4m3")), "must be 2-D"),
+])
+def test_gemm_refusals(entries, case, match):
+    with pytest.raises(ValidationError, match=match):
+        ops.w8a8_mma(entries, **gemm_args(**{k: f() for k, f in case.items()}))
+
+
+def test_k_and_n_rules(entries):
+    with pytest.raises(ValidationError, match="K must be a multiple of 128"):
+        ops.w8a8_mma(entries, a=arr((M, 100), "e4m3"), a_scale=arr((M, 1), "f32"), w=arr((N, 100), "e4m3"),
+                     w_scale=arr((17, 1), "f32"), out=arr((M, N), "bf16"))
+    with pytest.raises(ValidationError, match="N must be a multiple of 16"):
+        ops.w8a16_gemm(entries, arr((M, K), "bf16"), arr((100, K), "e4m3"), arr((1, 56), "f32"),
+                       arr((M, 100), "bf16"))
+
+
+def test_empty_m_is_refused(entries):
+    with pytest.raises(ValidationError, match="M must be >= 1"):
+        ops.w8a16_gemm(entries, arr((0, K), "bf16"), arr((N, K), "e4m3"), arr((17, 56), "f32"), arr((0, N), "bf16"))
+
+
+def test_gemv_refuses_prefill_m(entries):
+    with pytest.raises(ValidationError, match="M must be <= 4"):
+        ops.w8a16_gemv(entries, arr((5, K), "bf16"), arr((N, K), "e4m3"), arr((17, 56), "f32"), arr((5, N), "bf16"))
+    plan = ops.w8a16_gemv(entries, arr((4, K), "bf16"), arr((N, K), "e4m3"), arr((17, 56), "f32"),
+                          arr((4, N), "bf16"))
+    assert plan.grid == (N // 8, 1, 1)
+
+
+def test_quantizer_layouts_and_refusals(entries):
+    x, q = arr((M, K), "bf16"), arr((M, K), "e4m3")
+    tok = ops.quant_group(entries, x, q, arr((M, 56), "f32"))
+    assert tok.args["mn_major"] == 0 and tok.args["ld_scale"] == 56
+    mn = ops.quant_group(entries, x, q, arr((56, 104), "f32"), ue8m0=True)
+    assert mn.args["mn_major"] == 1 and mn.args["ld_scale"] == 104 and mn.args["ue8m0"] == 1
+    with pytest.raises(ValidationError, match="multiple of 4"):
+        ops.quant_group(entries, x, q, arr((56, 102), "f32"))
+    with pytest.raises(ValidationError, match="K must be a multiple of 128"):
+        ops.quant_group(entries, arr((M, 200), "bf16"), arr((M, 200), "e4m3"), arr((M, 2), "f32"))
+    with pytest.raises(ValidationError, match="eps must be positive"):
+        ops.quant_group(entries, x, q, arr((M, 56), "f32"), eps=0.0)
+    with pytest.raises(ValidationError, match="q must have shape"):
+        ops.quant_group(entries, x, arr((M, K // 2), "e4m3"), arr((M, 56), "f32"))
+
+
+def test_scale_adapter_capacity(entries):
+    with pytest.raises(ValidationError, match="room for 96 tokens"):
+        ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 96), "f32"))
+    ok = ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 128), "f32"))
+    assert ok.args == {**ok.args, "M": M, "G": 56, "M_pad": 128}
+
+
+def test_device_mismatch(entries):
+    with pytest.raises(ValidationError, match="on cuda:1"):
+        ops.w8a16_gemm(entries, arr((M, K), "bf16", device=1), arr((N, K), "e4m3"), arr((17, 56), "f32"),
+                       arr((M, N), "bf16"), device=0)
+
+
+def test_host_arrays_are_not_device_arrays():
+    with pytest.raises(ValidationError, match="not a CUDA array"):
+        as_device_array(np.zeros((4, 4), np.float32), "x")
+
+
+def test_cuda_array_interface_is_read():
+    class Fake:
+        __cuda_array_interface__ = {"shape": (4, 8), "typestr": "<f4", "data": (BASE, False), "version": 3,
+                                    "strides": (64, 8)}
+
+    a = as_device_array(Fake(), "x")
+    assert (a.ptr, a.shape, a.strides, a.dtype) == (BASE, (4, 8), (16, 2), "f32")
+    assert not a.is_contiguous()
+
+
+def test_missing_family_is_a_load_error():
+    with pytest.raises(LoadError, match="no w8a8_mma kernel"):
+        ops.w8a8_mma({}, **gemm_args())
