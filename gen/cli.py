@@ -90,6 +90,49 @@ def cmd_show(args) -> int:
     return 0
 
 
+ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a16_gemm", "w8a16_gemv", "cublaslt_block",
+            "torch_bf16", "copy")
+
+
+def _ints(text: str) -> List[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"--m takes comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise SystemExit(f"--m values must be >= 1, got {text!r}")
+    return values
+
+
+def cmd_bench(args) -> int:
+    from pathlib import Path
+
+    from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES, parse_shapes
+    from gen.bench.run import bench
+
+    families = ALL_ARMS if not args.families else tuple(f.strip() for f in args.families.split(","))
+    unknown = set(families) - set(ALL_ARMS)
+    if unknown:
+        raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS)}")
+    try:
+        shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
+    except ValueError as e:
+        raise SystemExit(f"--shapes: {e}") from None
+    return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS,
+                 families=list(families), out=Path(args.out), md=Path(args.md) if args.md else None,
+                 png=Path(args.png) if args.png else None, git_sha=args.git_sha or _git_sha(), seed=args.seed)
+
+
+def _git_sha() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gen", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -117,6 +160,23 @@ def parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="a kernel's spec, source path and built resources")
     sh.add_argument("name", help="kernel name as `gen list` prints it")
     sh.set_defaults(func=cmd_show)
+
+    be = sub.add_parser("bench", help="time every arm against cuBLASLt block scaling, torch bf16 and a copy (GPU)",
+                        description="Times fp8gen's arms through the runtime and the peers in one process "
+                                    "(CUDA events, warm-up, median of batches, inputs rotated past L2, each "
+                                    "GEMM checked against float64 before its timing counts). Needs torch and "
+                                    "a GPU. Writes a JSON record, prints a Markdown table of ratios against "
+                                    "cublaslt_block and can draw a PNG. Exits 1 if any arm was wrong.")
+    be.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
+    be.add_argument("--shapes", help="N×K list, e.g. 17408x5120,5120x17408 (default: the 8 anchor shapes)")
+    be.add_argument("--m", help="comma-separated M values (default 16,64,...,8192)")
+    be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
+    be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
+    be.add_argument("--md", help="also write the Markdown table here")
+    be.add_argument("--png", help="also draw TFLOP/s against M here")
+    be.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
+    be.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    be.set_defaults(func=cmd_bench)
     return p
 
 

@@ -25,6 +25,7 @@ class Hardware:
     max_dynamic_smem: int
     instances: Dict[str, List[Dict[str, Any]]]
     defaults: Dict[str, Any]
+    roofline: Dict[str, Any]
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -52,6 +53,7 @@ def load_hardware(arch: str) -> Hardware:
             max_dynamic_smem=int(doc["limits"]["max_dynamic_smem_per_block"]),
             instances={k: list(v) for k, v in doc.get("instances", {}).items()},
             defaults=dict(doc.get("defaults", {})),
+            roofline=dict(doc.get("roofline", {})),
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from gen.bench.torch_ref import (dequant_act, dequant_weight, quantize_act,  # noqa: F401
+                                  quantize_weight, with_outliers)
+
 PAD_BYTES = 256  # canary bytes on each side; keeps the view 16-byte aligned
 
 
@@ -25,46 +28,6 @@ class Guarded:
         def same(t):
             return bool((t.view(torch.uint8) == torch.full_like(t, self.poison).view(torch.uint8)).all())
         return same(self.buf[:self.pad]) and same(self.buf[-self.pad:])
-
-
-def quantize_weight(w: torch.Tensor):
-    """Checkpoint-style block quantization, written independently of fp8gen."""
-    N, K = w.shape
-    nb = -(-N // 128)
-    padded = torch.zeros(nb * 128, K, device=w.device, dtype=torch.float32)
-    padded[:N] = w.float()
-    blocks = padded.view(nb, 128, K // 128, 128)
-    s = blocks.abs().amax(dim=(1, 3)).clamp_min(1e-10) / 448.0
-    q = (blocks / s[:, None, :, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
-    return q.view(nb * 128, K)[:N].contiguous().view(torch.uint8), s.contiguous()
-
-
-def quantize_act(x: torch.Tensor):
-    M, K = x.shape
-    g = x.float().view(M, K // 128, 128)
-    s = g.abs().amax(-1).clamp_min(1e-10) / 448.0
-    q = (g / s[..., None]).clamp(-448, 448).to(torch.float8_e4m3fn)
-    return q.view(M, K).view(torch.uint8), s.contiguous()
-
-
-def e4m3_f64(q_u8: torch.Tensor) -> torch.Tensor:
-    return q_u8.view(torch.float8_e4m3fn).to(torch.float64)
-
-
-def dequant_weight(q_u8, s):
-    N, K = q_u8.shape
-    full = s.double().repeat_interleave(128, 0)[:N].repeat_interleave(128, 1)
-    return e4m3_f64(q_u8) * full
-
-
-def dequant_act(q_u8, s):
-    return e4m3_f64(q_u8) * s.double().repeat_interleave(128, 1)
-
-
-def with_outliers(shape, gen, frac=1e-3, factor=100.0):
-    x = torch.randn(*shape, device="cuda", generator=gen)
-    mask = torch.rand(*shape, device="cuda", generator=gen) < frac
-    return torch.where(mask, x * factor, x)
 
 
 def gemm_error_ok(out: torch.Tensor, ref: torch.Tensor, abs_sum: torch.Tensor):

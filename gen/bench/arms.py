@@ -1,0 +1,171 @@
+"""What gets timed: fp8gen's arms through the runtime, and the peers, on the
+same rotated inputs. Every timed GEMM is checked against a float64 reference
+first; a wrong result is reported and its timing is dropped."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, List, Optional
+
+from gen.bench import grid
+from gen.bench.timing import rotation, time_us
+
+# rel RMS a correct kernel stays far below (bf16 output rounding is ~2^-9)
+CORRECT_REL_RMS = 2.0**-7
+
+
+@dataclasses.dataclass
+class Context:
+    torch: object
+    rt: object
+    gen: object
+    l2_bytes: int
+    peak_tflops: float
+    memory_tbps: float
+    families: List[str]
+    rows: List[grid.Row] = dataclasses.field(default_factory=list)
+    failures: List[str] = dataclasses.field(default_factory=list)
+    progress: Callable[[str], None] = print
+
+    def want(self, impl: str) -> bool:
+        return impl in self.families
+
+
+def _gemm_row(ctx: Context, impl: str, kernel: str, M: int, N: int, K: int, us: float) -> None:
+    flops = 2.0 * M * N * K
+    ctx.rows.append(grid.Row("gemm", impl, kernel, M, N, K, round(us, 3), round(flops / us / 1e6, 2),
+                             round(grid.gemm_bytes(M, N, K) / us / 1e6, 4),
+                             round(grid.roofline_tflops(M, N, K, peak_tflops=ctx.peak_tflops,
+                                                        memory_tbps=ctx.memory_tbps), 2)))
+
+
+def _checked(ctx: Context, impl: str, M: int, N: int, K: int, got, want) -> bool:
+    from gen.bench.torch_ref import rel_rms
+
+    err = rel_rms(got, want)
+    if not err <= CORRECT_REL_RMS:
+        ctx.failures.append(f"{impl} M={M} N={N} K={K}: rel RMS {err:.3e} against float64; timing dropped")
+        return False
+    return True
+
+
+def _kernel_name(ctx: Context, family: str, M: int) -> str:
+    from runtime.ops import pick_tile
+
+    entries = ctx.rt.entries.get(family, [])
+    if not entries:
+        return ""
+    return (pick_tile(entries, M) if "bm" in entries[0].constraints else entries[0]).name
+
+
+class ShapeInputs:
+    """Rotated weight sets for one (N, K)."""
+
+    def __init__(self, ctx: Context, N: int, K: int):
+        from gen.bench.torch_ref import dequant_weight, quantize_weight
+
+        torch = ctx.torch
+        self.N, self.K = N, K
+        self.sets = []
+        for i in range(rotation(3 * N * K, ctx.l2_bytes)):
+            w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=ctx.gen) * 0.02)
+            w_deq = dequant_weight(w_q, w_s)
+            if i == 0:
+                self.w_deq0 = w_deq  # float64 reference operand of the first set
+            self.sets.append(dict(w_q=w_q, w_s=w_s, w_fp8=w_q.view(torch.float8_e4m3fn),
+                                  w_bf16=w_deq.to(torch.bfloat16)))
+
+
+def _activations(ctx: Context, M: int, K: int, count: int):
+    from gen.bench.torch_ref import quantize_act, with_outliers
+
+    torch = ctx.torch
+    out = []
+    for _ in range(count):
+        x = with_outliers((M, K), ctx.gen).to(torch.bfloat16)
+        a_q, a_s = quantize_act(x)
+        out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn),
+                        a_s_mn=a_s.t().contiguous().t()))
+    return out
+
+
+def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
+    """Every GEMM arm at (M, N, K) on the same rotated inputs."""
+    from gen.bench.torch_ref import dequant_act
+
+    torch = ctx.torch
+    N, K = shape.N, shape.K
+    ws = shape.sets
+    acts = _activations(ctx, M, K, len(ws))
+    outs = [torch.empty(M, N, dtype=torch.bfloat16, device="cuda") for _ in ws]
+    pairs = list(zip(acts, ws, outs))
+    ref_w8a8 = dequant_act(acts[0]["a_q"], acts[0]["a_s"]) @ shape.w_deq0.T
+    ref_w8a16 = acts[0]["x"].double() @ shape.w_deq0.T
+
+    def run(impl: str, kernel: str, call, ref) -> None:
+        outs[0].fill_(float("nan"))
+        call(*pairs[0])
+        torch.cuda.synchronize()
+        if ref is not None and not _checked(ctx, impl, M, N, K, outs[0], ref):
+            return
+        us = time_us(torch, [lambda p=p: call(*p) for p in pairs])
+        _gemm_row(ctx, impl, kernel, M, N, K, us)
+
+    rt = ctx.rt
+    if ctx.want("w8a8_mma") and "w8a8_mma" in rt.entries:
+        run("w8a8_mma", _kernel_name(ctx, "w8a8_mma", M),
+            lambda a, w, o: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o), ref_w8a8)
+    if ctx.want("w8a16_gemm") and M > 4:
+        run("w8a16_gemm", _kernel_name(ctx, "w8a16_gemm", M),
+            lambda a, w, o: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)
+    if ctx.want("w8a16_gemv") and M <= 4:
+        run("w8a16_gemv", _kernel_name(ctx, "w8a16_gemv", M),
+            lambda a, w, o: rt.w8a16_gemv(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)
+    if ctx.want("cublaslt_block"):
+        def scaled_mm(a, w, o):
+            torch._scaled_mm(a["a_fp8"], w["w_fp8"].t(), scale_a=a["a_s_mn"], scale_b=w["w_s"].t(),
+                             out_dtype=torch.bfloat16, out=o)
+        try:
+            run("cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8)
+        except RuntimeError as e:  # e.g. a shape cuBLASLt refuses
+            ctx.failures.append(f"cublaslt_block M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+    if ctx.want("torch_bf16"):
+        run("torch_bf16", "torch.matmul bf16", lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o),
+            None)
+
+
+def quant_point(ctx: Context, M: int, K: int) -> None:
+    """The quantizer (and the scale adapter) at (M, K)."""
+    from gen.bench.torch_ref import dequant_act
+
+    torch = ctx.torch
+    rt = ctx.rt
+    n = rotation(3 * M * K, ctx.l2_bytes)
+    xs = [ctx.torch.randn(M, K, device="cuda", generator=ctx.gen).to(torch.bfloat16) for _ in range(n)]
+    qs = [torch.empty(M, K, dtype=torch.uint8, device="cuda") for _ in range(n)]
+    ss = [torch.empty(M, K // 128, dtype=torch.float32, device="cuda") for _ in range(n)]
+    if ctx.want("quant_group"):
+        rt.quant_group(xs[0], qs[0], ss[0])
+        torch.cuda.synchronize()
+        err = ((dequant_act(qs[0], ss[0]) - xs[0].double()).norm() / xs[0].double().norm()).item()
+        if err > 2.0**-4:
+            ctx.failures.append(f"quant_group M={M} K={K}: reconstruction rel RMS {err:.3e}; timing dropped")
+        else:
+            us = time_us(torch, [lambda i=i: rt.quant_group(xs[i], qs[i], ss[i]) for i in range(n)])
+            ctx.rows.append(grid.Row("quant", "quant_group", _kernel_name(ctx, "quant_group", M), M, 0, K,
+                                     round(us, 3), None, round(grid.quant_bytes(M, K) / us / 1e6, 4), None))
+    if ctx.want("scale_mn_major"):
+        m_pad = -(-M // 4) * 4
+        dst = [torch.empty(K // 128, m_pad, dtype=torch.float32, device="cuda") for _ in range(n)]
+        us = time_us(torch, [lambda i=i: rt.scale_mn_major(ss[i], dst[i]) for i in range(n)])
+        nbytes = 4 * (M + m_pad) * (K // 128)
+        ctx.rows.append(grid.Row("scale", "scale_mn_major", _kernel_name(ctx, "scale_mn_major", M), M, 0, K,
+                                 round(us, 3), None, round(nbytes / us / 1e6, 4), None))
+
+
+def copy_point(ctx: Context, nbytes: int = 1 << 30) -> None:
+    torch = ctx.torch
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_(0, 255, generator=ctx.gen)
+    dst = torch.empty_like(src)
+    us = time_us(torch, [lambda: dst.copy_(src)], batch=5, batches=5)
+    ctx.rows.append(grid.Row("copy", "copy", "torch copy_ 1 GiB", 0, 0, 0, round(us, 3), None,
+                             round(2 * nbytes / us / 1e6, 4), None))

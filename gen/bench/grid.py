@@ -1,0 +1,70 @@
+"""The measurement grid and the roofline arithmetic (no GPU needed)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+# The 8 anchor projections of shared/ANCHORS.md, as (N, K): Qwen3-27B gate/up
+# and down, then the six DeepSeek-V3 shapes.
+ANCHOR_SHAPES: List[Tuple[int, int]] = [(17408, 5120), (5120, 17408), (2112, 7168), (24576, 1536),
+                                        (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
+ANCHOR_MS: List[int] = [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+PEERS = ("cublaslt_block", "torch_bf16", "copy")
+
+ROW_FIELDS = ("op", "impl", "kernel", "M", "N", "K", "us", "tflops", "tbps", "roofline_tflops")
+RECORD_FIELDS = ("gpu", "arch", "date", "git_sha", "nvcc", "driver", "rows")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    op: str                 # "gemm", "quant", "scale", "copy"
+    impl: str               # a family name or one of PEERS
+    kernel: str             # instance name, or a description of the peer
+    M: int
+    N: int
+    K: int
+    us: float
+    tflops: Optional[float]
+    tbps: Optional[float]
+    roofline_tflops: Optional[float]
+
+
+def parse_shapes(text: str) -> List[Tuple[int, int]]:
+    """'17408x5120,5120x17408' (x or ×) -> [(N, K), ...]."""
+    shapes = []
+    for part in text.replace("×", "x").split(","):
+        try:
+            n, k = (int(v) for v in part.strip().lower().split("x"))
+        except ValueError:
+            raise ValueError(f"shape {part!r} is not NxK") from None
+        if n <= 0 or k <= 0:
+            raise ValueError(f"shape {part!r} must be positive")
+        shapes.append((n, k))
+    return shapes
+
+
+def gemm_bytes(M: int, N: int, K: int) -> int:
+    """Fewest bytes a block-scaled W8A8 GEMM moves: e4m3 A and W once, bf16
+    out once, f32 scales once."""
+    scales = 4 * (M * (K // 128) + -(-N // 128) * (K // 128))
+    return M * K + N * K + 2 * M * N + scales
+
+
+def roofline_tflops(M: int, N: int, K: int, *, peak_tflops: float, memory_tbps: float) -> float:
+    flops = 2.0 * M * N * K
+    memory_bound = flops / (gemm_bytes(M, N, K) / (memory_tbps * 1e12)) / 1e12
+    return min(peak_tflops, memory_bound)
+
+
+def quant_bytes(M: int, K: int) -> int:
+    """bf16 in, e4m3 out, f32 scales out."""
+    return 2 * M * K + M * K + 4 * M * (K // 128)
+
+
+def validate_record(doc: Dict) -> None:
+    missing = [f for f in RECORD_FIELDS if f not in doc]
+    if missing:
+        raise ValueError(f"bench record lacks {missing}")
+    for i, row in enumerate(doc["rows"]):
+        if tuple(sorted(row)) != tuple(sorted(ROW_FIELDS)):
+            raise ValueError(f"row {i} has fields {sorted(row)}, expected {sorted(ROW_FIELDS)}")

@@ -1,0 +1,74 @@
+"""Drives one bench run: the grid, progress, and the three outputs."""
+from __future__ import annotations
+
+import datetime
+import sys
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from gen.bench import arms, grid, report
+
+
+def _progress(done: int, total: int, what: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what:<40.40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
+          out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int) -> int:
+    import torch
+
+    import runtime
+    from gen.hardware import load_hardware
+    from runtime import manifest
+    from runtime.driver import check, driver
+    from runtime.paths import manifest_path
+
+    hw = load_hardware(arch)
+    rt = runtime.load(torch.cuda.current_device())
+    if rt.arch != arch:
+        raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    roof = hw.roofline
+    ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
+                       peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
+                       families=families)
+    steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
+                                      for m in ms] + [("gemm", s, m) for s in shapes for m in ms]
+    shape_inputs = None
+    for i, (kind, shape, m) in enumerate(steps):
+        _progress(i, len(steps), f"{kind} {shape or ''} {m or ''}")
+        if kind == "copy" and ctx.want("copy"):
+            arms.copy_point(ctx)
+        elif kind == "quant" and (ctx.want("quant_group") or ctx.want("scale_mn_major")):
+            arms.quant_point(ctx, *m)
+        elif kind == "gemm":
+            if shape_inputs is None or (shape_inputs.N, shape_inputs.K) != shape:
+                shape_inputs = None
+                torch.cuda.empty_cache()
+                shape_inputs = arms.ShapeInputs(ctx, *shape)
+            arms.gemm_point(ctx, shape_inputs, m)
+    _progress(len(steps), len(steps), "done")
+    doc_manifest, _ = manifest.load(manifest_path(arch))
+    drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+    doc = {"gpu": props.name, "arch": arch, "date": datetime.date.today().isoformat(), "git_sha": git_sha,
+           "nvcc": doc_manifest["toolchain"]["nvcc"], "driver": f"{drv // 1000}.{drv % 1000 // 10}",
+           "torch": torch.__version__, "seed": seed, "rows": [r.__dict__ for r in ctx.rows]}
+    report.write_json(doc, out)
+    table = report.ratio_table(doc)
+    if md:
+        md.write_text(table)
+    if png:
+        why = report.plot(doc, png)
+        if why:
+            print(f"no PNG: {why}", file=sys.stderr)
+    print(table)
+    for f in ctx.failures:
+        print(f"FAILED: {f}", file=sys.stderr)
+    return 1 if ctx.failures else 0
