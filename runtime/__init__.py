@@ -56,7 +56,8 @@ class Runtime:
 
     def linear_w8a8(self, x, w, w_scale, out, workspace: Workspace, *, stream=None):
         """Quantize bf16 x into the workspace, then the in-tree W8A8 GEMM."""
-        M, K = ops.v.matrix_shape("linear_w8a8", "x", x)
+        x = ops.v.matrix("linear_w8a8", "x", x)
+        M, K = x.shape
         q, s = workspace.quantized(M, K), workspace.scales(M, K)
         # Plan both launches before running either: a bad weight must not
         # leave a half-done op behind.

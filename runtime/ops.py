@@ -46,14 +46,15 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
     """bf16 x[M,K] -> e4m3 q[M,K] + f32 scales, token-major [M, K/128] or
     MN-major [K/128, M_pad] (M_pad >= M, a multiple of 4; pad tokens get 0)."""
     op = "quant_group"
-    M, K = v.matrix_shape(op, "x", x)
+    x, q, scale = v.matrix(op, "x", x), v.matrix(op, "q", q), v.matrix(op, "scale", scale)
+    M, K = x.shape
     v.require(op, M >= 1, f"M must be >= 1, got {M}")
     v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
     v.require(op, eps > 0, f"eps must be positive, got {eps}")
     G = K // v.BLOCK
     xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
     qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device)
-    s_shape = v.matrix_shape(op, "scale", scale)
+    s_shape = scale.shape
     mn_major = s_shape[0] == G and s_shape != (M, G)
     if mn_major:
         m_pad = s_shape[1]
@@ -75,8 +76,9 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
 def scale_mn_major(entries, src, dst, *, device: Optional[int] = None) -> Launch:
     """Token-major [M, G] -> MN-major [G, M_pad]; pad tokens are written as 0."""
     op = "scale_mn_major"
-    M, G = v.matrix_shape(op, "src", src)
-    G2, m_pad = v.matrix_shape(op, "dst", dst)
+    src, dst = v.matrix(op, "src", src), v.matrix(op, "dst", dst)
+    M, G = src.shape
+    G2, m_pad = dst.shape
     v.require(op, G2 == G, f"dst has {G2} groups, src has {G}")
     v.require(op, m_pad >= M, f"dst has room for {m_pad} tokens, src has {M}")
     s = v.array(op, "src", src, dtypes=v.F32, shape=(M, G), align=4, device=device)
@@ -100,6 +102,8 @@ def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = No
     """out[M,N] bf16 = block-scaled a[M,K] e4m3 (token-major scales [M,K/128])
     x w[N,K] e4m3 (scales [ceil(N/128), K/128])."""
     op = "w8a8_mma"
+    a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
+    w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, a, w)
     As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(M, K // v.BLOCK), align=4, device=device)
@@ -111,6 +115,8 @@ def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = No
 
 
 def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None) -> Launch:
+    x, w, w_scale = v.matrix(op, "x", x), v.matrix(op, "weight", w), v.matrix(op, "weight_scale", w_scale)
+    out = v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, x, w)
     if max_m is not None:
         v.require(op, M <= max_m, f"M must be <= {max_m} (the decode GEMV), got {M}")

@@ -47,8 +47,14 @@ class DeviceArray:
         return n
 
     def is_contiguous(self) -> bool:
-        return self.numel == 0 or all(
-            st == exp for sh, st, exp in zip(self.shape, self.strides, contiguous_strides(self.shape)) if sh != 1)
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size == 0:
+                return True
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
 
 
 def contiguous_strides(shape: Sequence[int]) -> Tuple[int, ...]:

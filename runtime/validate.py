@@ -28,29 +28,37 @@ def require(op: str, condition: bool, message: str) -> None:
 def array(op: str, name: str, obj, *, dtypes: Sequence[str], shape: Tuple[int, ...], align: int = 16,
           device: Optional[int] = None) -> DeviceArray:
     """Adapts `obj` and checks dtype, exact shape, row-major contiguity,
-    alignment and device."""
+    alignment and device. (Messages are formatted only on failure: this runs
+    on every launch.)"""
     arr = as_device_array(obj, f"{op}: {name}")
-    require(op, arr.dtype in dtypes, f"{name} must be {' or '.join(dtypes)}, got {arr.dtype}")
-    require(op, arr.shape == tuple(shape), f"{name} must have shape {tuple(shape)}, got {arr.shape}")
-    require(op, arr.is_contiguous(), f"{name} must be contiguous row-major, got strides {arr.strides} "
-                                     f"for shape {arr.shape}")
-    require(op, arr.ptr != 0 or arr.numel == 0, f"{name} is a null pointer")
-    require(op, arr.ptr % align == 0, f"{name} must be {align}-byte aligned, its address is {arr.ptr:#x}")
-    if device is not None and arr.device is not None:
-        require(op, arr.device == device, f"{name} is on cuda:{arr.device}, this runtime runs on cuda:{device}")
+    if arr.dtype not in dtypes:
+        fail(op, f"{name} must be {' or '.join(dtypes)}, got {arr.dtype}")
+    if arr.shape != tuple(shape):
+        fail(op, f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+    if not arr.is_contiguous():
+        fail(op, f"{name} must be contiguous row-major, got strides {arr.strides} for shape {arr.shape}")
+    if arr.ptr == 0 and arr.numel:
+        fail(op, f"{name} is a null pointer")
+    if arr.ptr % align:
+        fail(op, f"{name} must be {align}-byte aligned, its address is {arr.ptr:#x}")
+    if device is not None and arr.device is not None and arr.device != device:
+        fail(op, f"{name} is on cuda:{arr.device}, this runtime runs on cuda:{device}")
     return arr
 
 
-def matrix_shape(op: str, name: str, obj, ndim: int = 2) -> Tuple[int, ...]:
-    """The shape of `obj`, checked for rank, before any exact check."""
-    arr = as_device_array(obj, f"{op}: {name}")
-    require(op, len(arr.shape) == ndim, f"{name} must be {ndim}-D, got shape {arr.shape}")
-    return arr.shape
+def matrix(op: str, name: str, obj, ndim: int = 2) -> DeviceArray:
+    """Adapts `obj` once (DLPack export is the costly part of a launch) and
+    checks its rank; exact checks follow on the returned DeviceArray."""
+    arr = obj if isinstance(obj, DeviceArray) else as_device_array(obj, f"{op}: {name}")
+    if len(arr.shape) != ndim:
+        fail(op, f"{name} must be {ndim}-D, got shape {arr.shape}")
+    return arr
 
 
-def gemm_dims(op: str, x, w, *, k_multiple: int = BLOCK, n_multiple: int = 16) -> Tuple[int, int, int]:
-    M, K = matrix_shape(op, "activation", x)
-    N, Kw = matrix_shape(op, "weight", w)
+def gemm_dims(op: str, x: DeviceArray, w: DeviceArray, *, k_multiple: int = BLOCK,
+              n_multiple: int = 16) -> Tuple[int, int, int]:
+    M, K = x.shape
+    N, Kw = w.shape
     require(op, K == Kw, f"activation has K={K} but weight has K={Kw}")
     require(op, M >= 1, f"M must be >= 1, got {M}")
     require(op, K % k_multiple == 0, f"K must be a multiple of {k_multiple}, got {K}")

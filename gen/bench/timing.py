@@ -6,7 +6,10 @@ launch before the first one starts and Python launch overhead is not timed.
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Callable, Sequence
+
+_SLEEP_CYCLES_PER_S = 2.0e9  # ~ the H200's boost clock; the sleep only needs to be long enough
 
 
 def time_us(torch, calls: Sequence[Callable[[], None]], *, batch: int = 20, batches: int = 7,
@@ -16,10 +19,17 @@ def time_us(torch, calls: Sequence[Callable[[], None]], *, batch: int = 20, batc
     for i in range(warmup * len(calls)):
         calls[i % len(calls)]()
     torch.cuda.synchronize()
+    # How long the host takes to queue one batch; the sleep must outlast it.
+    t0 = time.perf_counter()
+    for i in range(batch):
+        calls[i % len(calls)]()
+    host_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    sleep_cycles = int(min(1.0, 2.0 * host_s + 1e-3) * _SLEEP_CYCLES_PER_S)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = []
     for _ in range(batches):
-        torch.cuda._sleep(4_000_000)  # ~2 ms of GPU time while the host queues the batch
+        torch.cuda._sleep(sleep_cycles)
         start.record()
         for i in range(batch):
             calls[i % len(calls)]()
