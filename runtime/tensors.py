@@ -1,5 +1,6 @@
-"""Device arrays from torch, cupy, jax (DLPack or __cuda_array_interface__)
-or from a raw pointer with an explicit shape.
+"""Device arrays from torch (its accessors), cupy, jax and any other producer
+(DLPack or __cuda_array_interface__), or from a raw pointer with an explicit
+shape.
 
 Nothing here copies, allocates or synchronizes: it reads the pointer, shape,
 strides and dtype that the producer already has.
@@ -147,11 +148,29 @@ def _from_cai(obj, name: str) -> DeviceArray:
     return DeviceArray(int(cai["data"][0]), shape, strides, dtype, None)
 
 
+_TORCH_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32", "torch.uint8": "u8",
+                 "torch.int8": "i8", "torch.int32": "i32", "torch.int64": "i64", "torch.float8_e4m3fn": "e4m3",
+                 "torch.uint16": "u16"}
+
+
+def _from_torch(obj, name: str) -> DeviceArray:
+    """torch.Tensor read through its own accessors: a few attribute reads
+    instead of a DLPack export per launch. torch is never imported here."""
+    if obj.device.type != "cuda":
+        raise ValidationError(f"{name}: must be on a CUDA device, got {obj.device}")
+    dtype = _TORCH_DTYPES.get(str(obj.dtype))
+    if dtype is None:
+        raise ValidationError(f"{name}: unsupported dtype {obj.dtype}")
+    return DeviceArray(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), dtype, obj.device.index)
+
+
 def as_device_array(obj, name: str) -> DeviceArray:
     """Accepts a DeviceArray, any DLPack producer or any CUDA-array-interface
     object; raises ValidationError naming `name` otherwise."""
     if isinstance(obj, DeviceArray):
         return obj
+    if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
+        return _from_torch(obj, name)
     errors = []
     if hasattr(obj, "__dlpack__"):
         try:

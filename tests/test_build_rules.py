@@ -15,20 +15,26 @@ TC = Toolchain(nvcc=Path("/opt/cuda/bin/nvcc"), version="13.0.88", origin="test"
 def _key(tmp_path, **over):
     inc = tmp_path / "inc"
     inc.mkdir(exist_ok=True)
-    (inc / "a.cuh").write_text(over.pop("header", "// header\n"))
-    args = dict(source="src", arch="sm_90a", flags=["-O3"], tc=TC, include_dir=inc)
+    (inc / "a.cuh").write_text('#include "b.cuh"\n')
+    (inc / "b.cuh").write_text(over.pop("header", "// header\n"))
+    (inc / "unused.cuh").write_text(over.pop("unused", "// not included\n"))
+    args = dict(source='#include "a.cuh"\n', arch="sm_90a", flags=["-O3"], tc=TC, include_dir=inc)
     args.update(over)
     return cache_key(**args)
 
 
 @pytest.mark.parametrize("change", [
-    dict(source="src2"), dict(arch="sm_89"), dict(flags=["-O2"]), dict(header="// edited\n"),
+    dict(source='#include "a.cuh"\n// v2\n'), dict(arch="sm_89"), dict(flags=["-O2"]), dict(header="// edited\n"),
     dict(tc=dataclasses.replace(TC, version="13.0.89")), dict(tc=dataclasses.replace(TC, nvcc=Path("/x/nvcc"))),
 ])
 def test_cache_key_covers_each_input(tmp_path, change):
     base = _key(tmp_path)
     assert _key(tmp_path) == base
     assert _key(tmp_path, **change) != base
+
+
+def test_headers_outside_the_include_graph_do_not_move_the_key(tmp_path):
+    assert _key(tmp_path, unused="// edited\n") == _key(tmp_path)
 
 
 def test_ninja_file_uses_depfiles_and_puts_the_key_on_the_command():
@@ -68,3 +74,27 @@ def test_ptxas_spills_and_warnings_break_the_build():
 def test_ptxas_without_report_is_an_error():
     with pytest.raises(ValueError):
         parse("nothing here")
+
+
+def test_a_header_edit_moves_exactly_its_dependents_keys(tmp_path):
+    import shutil
+
+    from gen.cachekey import INCLUDE_DIR
+    from gen.catalog import specs_for
+    from gen.render import render_all
+
+    copy = tmp_path / "include"
+    shutil.copytree(INCLUDE_DIR, copy)
+    rendered = render_all(specs_for("sm_90a"))
+
+    def keys(inc):
+        return {s.family + "/" + s.name: cache_key(source=t, arch="sm_90a", flags=[], tc=TC, include_dir=inc)
+                for s, t in rendered.items()}
+
+    before = keys(copy)
+    (copy / "fp8gen/quant_group.cuh").write_text((copy / "fp8gen/quant_group.cuh").read_text() + "// edit\n")
+    moved = {k.split("/")[0] for k, v in keys(copy).items() if before[k] != v}
+    assert moved == {"quant_group"}
+    (copy / "fp8gen/tile.cuh").write_text((copy / "fp8gen/tile.cuh").read_text() + "// edit\n")
+    moved = {k.split("/")[0] for k, v in keys(copy).items() if before[k] != v}
+    assert moved == {"quant_group", "w8a8_mma", "w8a16_gemm"}

@@ -138,3 +138,26 @@ def test_cuda_array_interface_is_read():
 def test_missing_family_is_a_load_error():
     with pytest.raises(LoadError, match="no w8a8_mma kernel"):
         ops.w8a8_mma({}, **gemm_args())
+
+
+def test_torch_like_tensors_are_read_without_dlpack():
+    class Device:
+        type, index = "cuda", 0
+
+    class Tensor:
+        __module__ = "torch"
+        dtype = "torch.float8_e4m3fn"
+        shape = (4, 128)
+        device = Device()
+
+        def data_ptr(self):
+            return BASE
+
+        def stride(self):
+            return (128, 1)
+
+    a = as_device_array(Tensor(), "w")
+    assert (a.ptr, a.shape, a.strides, a.dtype, a.device) == (BASE, (4, 128), (128, 1), "e4m3", 0)
+    Tensor.device = type("CPU", (), {"type": "cpu", "index": None})()
+    with pytest.raises(ValidationError, match="must be on a CUDA device"):
+        as_device_array(Tensor(), "w")

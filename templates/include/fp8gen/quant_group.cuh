@@ -25,6 +25,17 @@ __device__ __forceinline__ float pow2_ceil(float v) {
   return __uint_as_float(bits);
 }
 
+// x / s correctly rounded, given inv = 1/s correctly rounded: q0 = x*inv is
+// within an ulp, the FMA residual is exact, and one correction step yields the
+// IEEE quotient (Markstein). Bit-identical to __fdiv_rn at 3 FP ops instead
+// of a full division per element; underflowing quotients round to e4m3 zero
+// either way.
+__device__ __forceinline__ float div_rn_by(float x, float s, float inv) {
+  const float q0 = x * inv;
+  const float r = fmaf(-q0, s, x);
+  return fmaf(r, inv, q0);
+}
+
 __device__ __forceinline__ float group_scale(float amax, float eps, bool ue8m0) {
   const float s = __fdiv_rn(fmaxf(amax, eps), kE4m3Max);
   return ue8m0 ? pow2_ceil(s) : s;
@@ -42,8 +53,8 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
   uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
   if (valid) {
     const uint4* src = reinterpret_cast<const uint4*>(x + chunk * kQuantElemsPerThread);
-    raw[0] = __ldg(src);
-    raw[1] = __ldg(src + 1);
+    raw[0] = __ldcs(src);  // read once: do not keep it in L2 at the GEMM's expense
+    raw[1] = __ldcs(src + 1);
   }
   float f[kQuantElemsPerThread];
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(raw);
@@ -70,14 +81,17 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
   }
   if (!valid) return;
 
+  const float inv = __frcp_rn(s);
   uint32_t packed[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint32_t lo = ptx::cvt_e4m3x2(__fdiv_rn(f[4 * i], s), __fdiv_rn(f[4 * i + 1], s));
-    const uint32_t hi = ptx::cvt_e4m3x2(__fdiv_rn(f[4 * i + 2], s), __fdiv_rn(f[4 * i + 3], s));
+    const uint32_t lo = ptx::cvt_e4m3x2(div_rn_by(f[4 * i], s, inv), div_rn_by(f[4 * i + 1], s, inv));
+    const uint32_t hi = ptx::cvt_e4m3x2(div_rn_by(f[4 * i + 2], s, inv), div_rn_by(f[4 * i + 3], s, inv));
     packed[i] = lo | (hi << 16);
   }
-  *reinterpret_cast<uint4*>(q + chunk * kQuantElemsPerThread) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  // Streaming store: the quantized activation is read once, by the GEMM.
+  __stcs(reinterpret_cast<uint4*>(q + chunk * kQuantElemsPerThread),
+         make_uint4(packed[0], packed[1], packed[2], packed[3]));
 }
 
 }  // namespace fp8gen
