@@ -125,6 +125,17 @@ class QuantGroupSpec(KernelSpec):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class QuantSiluMulSpec(QuantGroupSpec):
+    family: ClassVar[str] = "quant_silu_mul"
+    header: ClassVar[str] = "fp8gen/quant_silu_mul.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16", "bfloat16")
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("gate", "const __nv_bfloat16*"), ("up", "const __nv_bfloat16*"), ("h", "__nv_bfloat16*"), ("q", "uint8_t*"),
+        ("scale", "float*"), ("M", "int"), ("K", "int"), ("ld_scale", "int"), ("mn_major", "int"), ("ue8m0", "int"),
+        ("eps", "float"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class ScaleMnMajorSpec(KernelSpec):
     threads_per_block: int = 256
 
@@ -237,7 +248,7 @@ class W8A16GemvSpec(KernelSpec):
 
 
 FAMILIES: Dict[str, Type[KernelSpec]] = {
-    cls.family: cls for cls in (QuantGroupSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec, W8A16GemvSpec)
+    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec, W8A16GemvSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

@@ -90,6 +90,27 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    from runtime import manifest, select
+    from runtime.env import knobs
+    from runtime.hardware import load_hardware
+
+    _, kernels = manifest.load(manifest_path(args.arch))
+    entries = {}
+    for e in kernels:
+        entries.setdefault(e.family, []).append(e)
+    d = select.decide(args.m, args.n, args.k, weight_format=args.format, knobs=knobs(),
+                      levers=select.Levers.from_defaults(load_hardware(args.arch).defaults),
+                      available=select.Availability(
+                          quantizer=bool(entries.get("quant_group")), scratch=True,
+                          note="explain assumes the caller allocated the workspace"),
+                      entries=entries, arch=args.arch, tp=args.tp, parallel=args.parallel)
+    print(f"arch {args.arch}: manifest {manifest_path(args.arch).relative_to(REPO_ROOT)}, "
+          f"levers from hardware/{args.arch}/HARDWARE.toml [defaults]")
+    print(d.explain(), end="")
+    return 0
+
+
 ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a16_gemm", "w8a16_gemv", "cublaslt_block",
             "torch_bf16", "copy")
 
@@ -121,6 +142,12 @@ def cmd_bench(args) -> int:
     return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS,
                  families=list(families), out=Path(args.out), md=Path(args.md) if args.md else None,
                  png=Path(args.png) if args.png else None, git_sha=args.git_sha or _git_sha(), seed=args.seed)
+
+
+def cmd_bench_ffn(args) -> int:
+    from gen.bench.ffn import bench_ffn
+
+    return bench_ffn(M=args.m, hidden=args.hidden, intermediate=args.intermediate, seed=args.seed)
 
 
 def _git_sha() -> str:
@@ -161,6 +188,22 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument("name", help="kernel name as `gen list` prints it")
     sh.set_defaults(func=cmd_show)
 
+    ex = sub.add_parser("explain", help="which arithmetic a projection gets, clause by clause (no GPU)",
+                        description="Applies the selection rule to one projection [n, k] at m tokens, as the "
+                                    "runtime would on this arch: reads the manifest and HARDWARE.toml, honours "
+                                    "the current FP8GEN_ environment, prints every clause with its verdict, then "
+                                    "the arm and the kernel instance. Exits 0 whatever the route.")
+    ex.add_argument("--arch", default="sm_90a", choices=ARCHES, help="target arch (default sm_90a)")
+    ex.add_argument("--m", type=int, required=True, help="tokens")
+    ex.add_argument("--n", type=int, required=True, help="output features of the whole projection")
+    ex.add_argument("--k", type=int, required=True, help="input features of the whole projection")
+    ex.add_argument("--format", default="block", choices=["block", "row", "tensor"],
+                    help="weight scale format: block (128x128), row (per output row), tensor (one scalar)")
+    ex.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: the rule sees one rank's shard")
+    ex.add_argument("--parallel", default="column", choices=["column", "row"],
+                    help="column-parallel shards n (n/tp), row-parallel shards k (k/tp); default column")
+    ex.set_defaults(func=cmd_explain)
+
     be = sub.add_parser("bench", help="time every arm against cuBLASLt block scaling, torch bf16 and a copy (GPU)",
                         description="Times fp8gen's arms through the runtime and the peers in one process "
                                     "(CUDA events, warm-up, median of batches, inputs rotated past L2, each "
@@ -177,6 +220,16 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
     be.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     be.set_defaults(func=cmd_bench)
+
+    bf = sub.add_parser("bench-ffn", help="time the dense FFN prefill vs torch bf16 and cuBLASLt-block FFNs (GPU)",
+                        description="Times runtime.dense_ffn_prefill against a torch bf16 FFN and an FFN of "
+                                    "cuBLASLt block-scaled GEMMs with torch SiLU*mul, in one process, after "
+                                    "checking each against a float64 reference (DESIGN.md gates).")
+    bf.add_argument("--m", type=int, default=1193, help="tokens (default 1193)")
+    bf.add_argument("--hidden", type=int, default=5120, help="hidden size (default 5120, Qwen3-27B)")
+    bf.add_argument("--intermediate", type=int, default=17408, help="intermediate size (default 17408)")
+    bf.add_argument("--seed", type=int, default=0, help="random seed")
+    bf.set_defaults(func=cmd_bench_ffn)
     return p
 
 

@@ -14,13 +14,20 @@ import threading
 from typing import Dict, Optional
 
 from runtime import ops
+from runtime import validate as v
+from runtime.env import knobs
 from runtime.errors import (CatalogError, CompileError, Fp8genError, LaunchError, LoadError, RenderError,
                             ValidationError)
+from runtime.ffn import dense_ffn_prefill
+from runtime.route import RouteLedger
+from runtime.select import Availability, Decision, Levers
 from runtime.tensors import DeviceArray
+from runtime.weights import FormatError, Fp8Weight
 from runtime.workspace import Workspace
 
-__all__ = ["load", "Runtime", "Workspace", "DeviceArray", "Fp8genError", "CatalogError", "RenderError",
-           "CompileError", "LoadError", "LaunchError", "ValidationError"]
+__all__ = ["load", "Runtime", "Workspace", "DeviceArray", "Fp8Weight", "Decision", "dense_ffn_prefill",
+           "Fp8genError", "CatalogError", "RenderError", "CompileError", "LoadError", "LaunchError",
+           "ValidationError", "FormatError"]
 
 
 class Runtime:
@@ -33,11 +40,70 @@ class Runtime:
         self.arch = ctx.arch
         self._loaded = {k.name: k for ks in ctx.kernels.values() for k in ks}
         self.entries = {fam: [k.entry for k in ks] for fam, ks in ctx.kernels.items()}
+        self.ledger = RouteLedger()
 
-    def _run(self, plan: "ops.Launch", stream) -> None:
+    def run_plan(self, plan: "ops.Launch", stream) -> None:
         from runtime.launch import launch
 
         launch(self.ctx, self._loaded[plan.kernel.name], plan.grid, plan.args, stream)
+
+    _run = run_plan
+
+    # -- routing -------------------------------------------------------------
+    def decide(self, m: int, n: int, k: int, weight_format: str = "block", *, tp: int = 1,
+               parallel: str = "column", workspace: Optional[Workspace] = None,
+               out_rows: Optional[int] = None) -> Decision:
+        """The selection rule for a projection [n, k] at m tokens on this device."""
+        from runtime import select
+        from runtime.hardware import cached_hardware
+
+        return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(),
+                             levers=Levers.from_defaults(cached_hardware(self.arch).defaults),
+                             available=Availability(quantizer=bool(self.entries.get("quant_group")),
+                                                    scratch=workspace is not None),
+                             entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows)
+
+    def linear(self, x, weight: Fp8Weight, out, workspace: Optional[Workspace] = None, *,
+               stream=None) -> Decision:
+        """out = x @ weight^T through the arm the selection rule picks (logged
+        once per route, counted in self.ledger). Returns the decision."""
+        from runtime.projection import projection_plans
+
+        self.ledger.entry()
+        op = "linear"
+        x = v.matrix(op, "x", x)
+        M, K = x.shape
+        if K != weight.k:
+            self.ledger.count("bad_shape")
+            v.fail(op, f"x has K={K}, the weight has K={weight.k}")
+        out_rows = v.matrix(op, "out", out).shape[0]
+        d = self.decide(M, weight.n, weight.k, weight.format, workspace=workspace, out_rows=out_rows)
+        self.ledger.record(d)
+        plans = []
+        q = s = None
+        if d.w8a8:
+            q, s = workspace.quantized(M, K), workspace.scales(M, K)
+            plans.append(ops.quant_group(self.entries, x, q, s, device=self.device))
+        plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device)
+        for p in plans:
+            self.run_plan(p, stream)
+        return d
+
+    def copy_to_host(self, arr: DeviceArray):
+        """A device array's values on the host (a synchronizing copy: load
+        time only, never on a launch path)."""
+        import numpy as np
+
+        from runtime.driver import check, driver
+        from runtime.tensors import ITEMSIZE
+
+        np_dtype = {"f32": np.float32, "u8": np.uint8, "e4m3": np.uint8, "i32": np.int32}[arr.dtype]
+        host = np.empty(arr.shape, dtype=np_dtype)
+        if not arr.is_contiguous():
+            raise ValidationError("copy_to_host needs a contiguous array")
+        with self.ctx.current():
+            check(driver.cuMemcpyDtoH(host.ctypes.data, arr.ptr, arr.numel * ITEMSIZE[arr.dtype]), "cuMemcpyDtoH")
+        return host
 
     def quant_group(self, x, q, scale, *, ue8m0: bool = False, eps: float = ops.DEFAULT_EPS, stream=None):
         self._run(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device), stream)
@@ -54,6 +120,11 @@ class Runtime:
     def w8a16_gemv(self, x, w, w_scale, out, *, stream=None):
         self._run(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)
 
+    def quant_silu_mul(self, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
+                       eps: float = ops.DEFAULT_EPS, stream=None):
+        self._run(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,
+                                     device=self.device), stream)
+
     def linear_w8a8(self, x, w, w_scale, out, workspace: Workspace, *, stream=None):
         """Quantize bf16 x into the workspace, then the in-tree W8A8 GEMM."""
         x = ops.v.matrix("linear_w8a8", "x", x)
@@ -66,8 +137,8 @@ class Runtime:
         self._run(quant, stream)
         self._run(gemm, stream)
 
-    def workspace(self, max_m: int, max_k: int) -> Workspace:
-        return Workspace(self, max_m, max_k)
+    def workspace(self, max_m: int, max_k: int, ffn_intermediate: int = 0) -> Workspace:
+        return Workspace(self, max_m, max_k, ffn_intermediate)
 
 
 _lock = threading.Lock()

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from runtime import validate as v
 from runtime.errors import LoadError
 from runtime.manifest import KernelEntry
+from runtime.select import pick_tile  # noqa: F401 - part of the plans' vocabulary
 
 DEFAULT_EPS = 1e-10
 
@@ -31,14 +32,24 @@ def _only(entries: Dict[str, List[KernelEntry]], family: str) -> List[KernelEntr
     return found
 
 
-def pick_tile(candidates: Sequence[KernelEntry], M: int) -> KernelEntry:
-    """Smallest BM that covers M in one tile row, else the largest BM.
-    (The measured dispatch table replaces this rule once gen tune fills it.)"""
-    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
-    for e in by_bm:
-        if e.constraints["bm"] >= M:
-            return e
-    return by_bm[-1]
+def _scales(op: str, scale, M: int, K: int, device) -> Tuple[object, int, int, bool]:
+    """Token-major [M, K/128] or MN-major [K/128, M_pad] scales -> (array,
+    leading dimension, rows the launch covers, mn_major)."""
+    G = K // v.BLOCK
+    s_shape = scale.shape
+    mn_major = s_shape[0] == G and s_shape != (M, G)
+    if mn_major:
+        m_pad = s_shape[1]
+        v.require(op, m_pad >= M and m_pad % 4 == 0,
+                  f"MN-major scale [{G}, M_pad] needs M_pad >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
+        return v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device), m_pad, m_pad, True
+    return v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device), G, M, False
+
+
+def _quant_common(op: str, M: int, K: int, eps: float) -> None:
+    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
+    v.require(op, eps > 0, f"eps must be positive, got {eps}")
 
 
 def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
@@ -48,28 +59,39 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
     op = "quant_group"
     x, q, scale = v.matrix(op, "x", x), v.matrix(op, "q", q), v.matrix(op, "scale", scale)
     M, K = x.shape
-    v.require(op, M >= 1, f"M must be >= 1, got {M}")
-    v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
-    v.require(op, eps > 0, f"eps must be positive, got {eps}")
-    G = K // v.BLOCK
+    _quant_common(op, M, K, eps)
     xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
     qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device)
-    s_shape = scale.shape
-    mn_major = s_shape[0] == G and s_shape != (M, G)
-    if mn_major:
-        m_pad = s_shape[1]
-        v.require(op, m_pad >= M and m_pad % 4 == 0,
-                  f"MN-major scale [{G}, M_pad] needs M_pad >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
-        ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device)
-        ld, rows = m_pad, m_pad
-    else:
-        ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device)
-        ld, rows = G, M
+    ss, ld, rows, mn_major = _scales(op, scale, M, K, device)
     k = _only(entries, "quant_group")[0]
-    threads = k.threads
     chunks = rows * (K // k.constraints["elems_per_thread"])
-    return Launch(k, (_ceil(chunks, threads), 1, 1),
+    return Launch(k, (_ceil(chunks, k.threads), 1, 1),
                   dict(x=xs.ptr, q=qs.ptr, scale=ss.ptr, M=M, K=K, ld_scale=ld, mn_major=int(mn_major),
+                       ue8m0=int(bool(ue8m0)), eps=float(eps)))
+
+
+def quant_silu_mul(entries, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
+                   eps: float = DEFAULT_EPS, device: Optional[int] = None) -> Launch:
+    """h = bf16(SiLU(gate) * up), and/or h quantized like quant_group (q and
+    scale together). h may be `gate` itself (in place)."""
+    op = "quant_silu_mul"
+    gate, up = v.matrix(op, "gate", gate), v.matrix(op, "up", up)
+    M, K = gate.shape
+    _quant_common(op, M, K, eps)
+    v.require(op, h is not None or q is not None, "nothing to write: pass h, or q and scale, or both")
+    v.require(op, (q is None) == (scale is None), "q and scale go together")
+    gs = v.array(op, "gate", gate, dtypes=v.BF16, shape=(M, K), device=device)
+    us = v.array(op, "up", up, dtypes=v.BF16, shape=(M, K), device=device)
+    hs = v.array(op, "h", v.matrix(op, "h", h), dtypes=v.BF16, shape=(M, K), device=device) if h is not None else None
+    rows, ld, mn_major, qs, ss = M, K // v.BLOCK, False, None, None
+    if q is not None:
+        qs = v.array(op, "q", v.matrix(op, "q", q), dtypes=v.E4M3, shape=(M, K), device=device)
+        ss, ld, rows, mn_major = _scales(op, v.matrix(op, "scale", scale), M, K, device)
+    k = _only(entries, "quant_silu_mul")[0]
+    chunks = rows * (K // k.constraints["elems_per_thread"])
+    return Launch(k, (_ceil(chunks, k.threads), 1, 1),
+                  dict(gate=gs.ptr, up=us.ptr, h=hs.ptr if hs else 0, q=qs.ptr if qs else 0,
+                       scale=ss.ptr if ss else 0, M=M, K=K, ld_scale=ld, mn_major=int(mn_major),
                        ue8m0=int(bool(ue8m0)), eps=float(eps)))
 
 
@@ -98,7 +120,18 @@ def _tile_grid(k: KernelEntry, M: int, N: int) -> Tuple[int, int, int]:
     return (_ceil(N, k.constraints["bn"]), _ceil(M, k.constraints["bm"]), 1)
 
 
-def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+def _instance(found: List[KernelEntry], M: int, instance: Optional[str]) -> KernelEntry:
+    """The named instance (a routing decision's), else the tile rule's."""
+    if instance is None:
+        return pick_tile(found, M) if "bm" in found[0].constraints else found[0]
+    for e in found:
+        if e.name == instance:
+            return e
+    raise LoadError(f"instance {instance} is not loaded (family {found[0].family})")
+
+
+def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+             instance: Optional[str] = None) -> Launch:
     """out[M,N] bf16 = block-scaled a[M,K] e4m3 (token-major scales [M,K/128])
     x w[N,K] e4m3 (scales [ceil(N/128), K/128])."""
     op = "w8a8_mma"
@@ -109,12 +142,12 @@ def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = No
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(M, K // v.BLOCK), align=4, device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
-    k = pick_tile(_only(entries, "w8a8_mma"), M)
+    k = _instance(_only(entries, "w8a8_mma"), M, instance)
     return Launch(k, _tile_grid(k, M, N), dict(a=As.ptr, a_scale=Ss.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr,
                                                 M=M, N=N, K=K))
 
 
-def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None) -> Launch:
+def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None, instance=None) -> Launch:
     x, w, w_scale = v.matrix(op, "x", x), v.matrix(op, "weight", w), v.matrix(op, "weight_scale", w_scale)
     out = v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, x, w)
@@ -123,19 +156,20 @@ def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None) -> Launc
     Xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
-    found = _only(entries, family)
-    k = pick_tile(found, M) if family == "w8a16_gemm" else found[0]
+    k = _instance(_only(entries, family), M, instance)
     grid = _tile_grid(k, M, N) if family == "w8a16_gemm" else (_ceil(N, k.constraints["rows_per_block"]), 1, 1)
     return Launch(k, grid, dict(x=Xs.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr, M=M, N=N, K=K))
 
 
-def w8a16_gemm(entries, x, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+def w8a16_gemm(entries, x, w, w_scale, out, *, device: Optional[int] = None,
+               instance: Optional[str] = None) -> Launch:
     """out[M,N] bf16 = x[M,K] bf16 x w[N,K] e4m3 with 128x128 weight scales."""
-    return _w8a16("w8a16_gemm", "w8a16_gemm", entries, x, w, w_scale, out, device)
+    return _w8a16("w8a16_gemm", "w8a16_gemm", entries, x, w, w_scale, out, device, instance=instance)
 
 
-def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
+               instance: Optional[str] = None) -> Launch:
     """Decode: the same product for M <= 4, streaming each weight byte once."""
     k = _only(entries, "w8a16_gemv")[0]
     return _w8a16("w8a16_gemv", "w8a16_gemv", entries, x, w, w_scale, out, device,
-                  max_m=k.constraints["max_m"])
+                  max_m=k.constraints["max_m"], instance=instance)

@@ -6,36 +6,52 @@ from runtime.errors import ValidationError
 from runtime.tensors import DeviceArray
 
 _BLOCK = 128
+_ALIGN = 256
+
+
+def _up(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
 
 
 class Workspace:
-    """Room for the activation quantization of up to `max_m` tokens of
-    `max_k` channels: e4m3 bytes plus token-major f32 scales."""
+    """Scratch for up to `max_m` tokens: the activation quantization of up to
+    `max_k` channels (e4m3 bytes + token-major f32 scales) and, when
+    `ffn_intermediate` is given, the dense FFN's gate and up outputs (bf16).
+    The FFN's down projection quantizes into the same quantization region,
+    after the gate/up GEMMs have read it (stream order)."""
 
-    def __init__(self, rt, max_m: int, max_k: int):
-        if max_m < 1 or max_k < _BLOCK or max_k % _BLOCK:
-            raise ValidationError(f"Workspace needs max_m >= 1 and max_k a positive multiple of {_BLOCK}; "
-                                  f"got max_m={max_m}, max_k={max_k}")
-        self.rt, self.max_m, self.max_k = rt, max_m, max_k
-        q_bytes = max_m * max_k
-        s_bytes = max_m * (max_k // _BLOCK) * 4
-        self._q_offset = 0
-        self._s_offset = -(-q_bytes // 256) * 256
-        self.nbytes = self._s_offset + s_bytes
+    def __init__(self, rt, max_m: int, max_k: int, ffn_intermediate: int = 0):
+        if max_m < 1 or max_k < _BLOCK or max_k % _BLOCK or ffn_intermediate % _BLOCK or ffn_intermediate < 0:
+            raise ValidationError(f"Workspace needs max_m >= 1 and max_k, ffn_intermediate multiples of {_BLOCK}; "
+                                  f"got max_m={max_m}, max_k={max_k}, ffn_intermediate={ffn_intermediate}")
+        self.rt, self.max_m, self.max_k, self.ffn_intermediate = rt, max_m, max_k, ffn_intermediate
+        self.quant_k = max(max_k, ffn_intermediate)
+        q_bytes = _up(max_m * self.quant_k)
+        s_bytes = _up(max_m * (self.quant_k // _BLOCK) * 4)
+        ffn_bytes = _up(max_m * ffn_intermediate * 2)
+        self._offsets = {"q": 0, "scale": q_bytes, "gate": q_bytes + s_bytes, "up": q_bytes + s_bytes + ffn_bytes}
+        self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes
         with rt.ctx.current():
             self._ptr = int(check(driver.cuMemAlloc(self.nbytes), "cuMemAlloc"))
 
-    def _room(self, M: int, K: int) -> None:
-        if M > self.max_m or K > self.max_k:
-            raise ValidationError(f"workspace holds {self.max_m}x{self.max_k}, the call needs {M}x{K}")
+    def _view(self, region: str, M: int, K: int, limit_k: int, shape, dtype: str) -> DeviceArray:
+        if not self._ptr:
+            raise ValidationError("workspace was closed")
+        if M > self.max_m or K > limit_k:
+            raise ValidationError(f"workspace {region} region holds {self.max_m}x{limit_k}, the call needs {M}x{K}")
+        return DeviceArray.raw(self._ptr + self._offsets[region], shape, dtype, device=self.rt.device)
 
     def quantized(self, M: int, K: int) -> DeviceArray:
-        self._room(M, K)
-        return DeviceArray.raw(self._ptr + self._q_offset, (M, K), "e4m3", device=self.rt.device)
+        return self._view("q", M, K, self.quant_k, (M, K), "e4m3")
 
     def scales(self, M: int, K: int) -> DeviceArray:
-        self._room(M, K)
-        return DeviceArray.raw(self._ptr + self._s_offset, (M, K // _BLOCK), "f32", device=self.rt.device)
+        return self._view("scale", M, K, self.quant_k, (M, K // _BLOCK), "f32")
+
+    def ffn_gate(self, M: int, intermediate: int) -> DeviceArray:
+        return self._view("gate", M, intermediate, self.ffn_intermediate, (M, intermediate), "bf16")
+
+    def ffn_up(self, M: int, intermediate: int) -> DeviceArray:
+        return self._view("up", M, intermediate, self.ffn_intermediate, (M, intermediate), "bf16")
 
     def close(self) -> None:
         if self._ptr:

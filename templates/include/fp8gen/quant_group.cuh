@@ -1,7 +1,7 @@
 // Per-token-group activation quantizer: bf16 [M,K] -> e4m3 [M,K] plus one
 // FP32 scale per token per 128-K group (DESIGN.md numerics):
 //   s = max(amax, eps) / 448  (or the next power of two for UE8M0),
-//   q = sat_e4m3(x / s)       (true IEEE division, round to nearest even).
+//   q = sat_e4m3(x / s)       (IEEE quotient, round to nearest even).
 // A thread owns 16 consecutive elements (two 16-byte loads in flight); the 8
 // threads of one group reduce their amax with shuffles. With MN-major scales
 // the launch also covers the padded tokens M..ld_scale-1, whose scales are
@@ -41,46 +41,45 @@ __device__ __forceinline__ float group_scale(float amax, float eps, bool ue8m0) 
   return ue8m0 ? pow2_ceil(s) : s;
 }
 
-template <int THREADS>
-__device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, float* scale, int M, int K,
-                                            int ld_scale, int mn_major, int ue8m0, float eps) {
-  static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
-  const int chunks_per_row = K / kQuantElemsPerThread;
-  const int64_t chunk = static_cast<int64_t>(blockIdx.x) * THREADS + threadIdx.x;
-  const bool valid = chunk < static_cast<int64_t>(M) * chunks_per_row;
-  const int scale_rows = mn_major ? ld_scale : M;
-  const bool scale_valid = chunk < static_cast<int64_t>(scale_rows) * chunks_per_row;
-  uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-  if (valid) {
-    const uint4* src = reinterpret_cast<const uint4*>(x + chunk * kQuantElemsPerThread);
-    raw[0] = __ldcs(src);  // read once: do not keep it in L2 at the GEMM's expense
-    raw[1] = __ldcs(src + 1);
-  }
-  float f[kQuantElemsPerThread];
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(raw);
+// Where a thread's 16 elements sit, and which of its writes are real.
+struct QuantChunk {
+  int64_t index;     // chunk number, row-major over [rows, K/16]
+  bool valid;        // inside the M x K activation
+  bool scale_valid;  // inside the scale tensor (MN-major pads included)
+};
+
+__device__ __forceinline__ QuantChunk quant_chunk(int threads, int M, int K, int ld_scale, int mn_major) {
+  QuantChunk c;
+  c.index = static_cast<int64_t>(blockIdx.x) * threads + threadIdx.x;
+  const int64_t per_row = K / kQuantElemsPerThread;
+  c.valid = c.index < static_cast<int64_t>(M) * per_row;
+  c.scale_valid = c.index < static_cast<int64_t>(mn_major ? ld_scale : M) * per_row;
+  return c;
+}
+
+// Quantizes one thread's 16 values (already rounded to bf16 and widened).
+// Every lane of the warp must call it: the group amax uses shuffles.
+__device__ __forceinline__ void quantize_16(const float (&f)[kQuantElemsPerThread], const QuantChunk& c,
+                                            uint8_t* q, float* scale, int K, int ld_scale, int mn_major,
+                                            int ue8m0, float eps) {
   float amax = 0.f;
 #pragma unroll
-  for (int i = 0; i < kQuantElemsPerThread / 2; ++i) {
-    const float2 v = __bfloat1622float2(h[i]);
-    f[2 * i] = v.x;
-    f[2 * i + 1] = v.y;
-    amax = fmaxf(amax, fmaxf(fabsf(v.x), fabsf(v.y)));
-  }
+  for (int i = 0; i < kQuantElemsPerThread; ++i) amax = fmaxf(amax, fabsf(f[i]));
   // Groups are 8 aligned lanes; invalid lanes hold zeros and only ever share
   // a group with other invalid lanes (M*K/16 is a multiple of 8).
 #pragma unroll
   for (int off = 1; off < kQuantThreadsPerGroup; off <<= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float s = group_scale(amax, eps, ue8m0 != 0);
-  const int col_chunk = static_cast<int>(chunk % chunks_per_row);
-  if (scale_valid && col_chunk % kQuantThreadsPerGroup == 0) {
-    const int64_t row = chunk / chunks_per_row;
+  const int per_row = K / kQuantElemsPerThread;
+  const int col_chunk = static_cast<int>(c.index % per_row);
+  if (c.scale_valid && col_chunk % kQuantThreadsPerGroup == 0) {
+    const int64_t row = c.index / per_row;
     const int group = col_chunk / kQuantThreadsPerGroup;
     const int64_t at = mn_major ? static_cast<int64_t>(group) * ld_scale + row : row * ld_scale + group;
-    scale[at] = valid ? s : 0.f;
+    scale[at] = c.valid ? s : 0.f;
   }
-  if (!valid) return;
-
+  if (!c.valid) return;
   const float inv = __frcp_rn(s);
   uint32_t packed[4];
 #pragma unroll
@@ -90,8 +89,35 @@ __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, 
     packed[i] = lo | (hi << 16);
   }
   // Streaming store: the quantized activation is read once, by the GEMM.
-  __stcs(reinterpret_cast<uint4*>(q + chunk * kQuantElemsPerThread),
+  __stcs(reinterpret_cast<uint4*>(q + c.index * kQuantElemsPerThread),
          make_uint4(packed[0], packed[1], packed[2], packed[3]));
+}
+
+// 16 bf16 at `src` (read once: streaming loads), or zeros when !valid.
+__device__ __forceinline__ void load_bf16x16(float (&f)[kQuantElemsPerThread], const __nv_bfloat16* src,
+                                             bool valid) {
+  uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+  if (valid) {
+    raw[0] = __ldcs(reinterpret_cast<const uint4*>(src));
+    raw[1] = __ldcs(reinterpret_cast<const uint4*>(src) + 1);
+  }
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(raw);
+#pragma unroll
+  for (int i = 0; i < kQuantElemsPerThread / 2; ++i) {
+    const float2 v = __bfloat1622float2(h[i]);
+    f[2 * i] = v.x;
+    f[2 * i + 1] = v.y;
+  }
+}
+
+template <int THREADS>
+__device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, float* scale, int M, int K,
+                                            int ld_scale, int mn_major, int ue8m0, float eps) {
+  static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
+  const QuantChunk c = quant_chunk(THREADS, M, K, ld_scale, mn_major);
+  float f[kQuantElemsPerThread];
+  load_bf16x16(f, x + c.index * kQuantElemsPerThread, c.valid);
+  quantize_16(f, c, q, scale, K, ld_scale, mn_major, ue8m0, eps);
 }
 
 }  // namespace fp8gen

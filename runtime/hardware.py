@@ -1,0 +1,67 @@
+"""Reads hardware/<arch>/HARDWARE.toml into a typed record. The runtime reads
+the selection levers from it; gen reads everything else."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+from typing import Any, Dict, List, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from runtime.errors import CatalogError
+from runtime.paths import ARCHES, hardware_toml
+
+_FEATURES = ("wgmma", "tma", "native_e4m3_mma_sync", "tcgen05")
+
+
+@dataclasses.dataclass(frozen=True)
+class Hardware:
+    arch: str
+    compute_capability: Tuple[int, int]
+    gencode: Tuple[str, ...]
+    features: Dict[str, bool]
+    max_dynamic_smem: int
+    instances: Dict[str, List[Dict[str, Any]]]
+    defaults: Dict[str, Any]
+    roofline: Dict[str, Any]
+
+
+def load_hardware(arch: str) -> Hardware:
+    if arch not in ARCHES:
+        raise CatalogError(f"unknown arch {arch!r}; known: {', '.join(ARCHES)}")
+    path = hardware_toml(arch)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise CatalogError(f"{path} is missing") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{path}: {e}") from None
+    if doc.get("arch") != arch:
+        raise CatalogError(f"{path} declares arch {doc.get('arch')!r}, expected {arch!r}")
+    features = doc.get("features", {})
+    missing = [f for f in _FEATURES if not isinstance(features.get(f), bool)]
+    if missing:
+        raise CatalogError(f"{path}: [features] needs booleans for {missing}")
+    try:
+        return Hardware(
+            arch=arch,
+            compute_capability=tuple(doc["compute_capability"]),
+            gencode=tuple(doc["gencode"]),
+            features=dict(features),
+            max_dynamic_smem=int(doc["limits"]["max_dynamic_smem_per_block"]),
+            instances={k: list(v) for k, v in doc.get("instances", {}).items()},
+            defaults=dict(doc.get("defaults", {})),
+            roofline=dict(doc.get("roofline", {})),
+        )
+    except KeyError as e:
+        raise CatalogError(f"{path}: missing key {e}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def cached_hardware(arch: str) -> Hardware:
+    """Read once per process (the runtime's selection rule asks per call)."""
+    return load_hardware(arch)

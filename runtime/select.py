@@ -1,0 +1,245 @@
+"""The selection rule of the dense-FFN prefill arm, as pure functions.
+
+A projection [n, k] at m tokens takes W8A8 only when every clause of
+DESIGN.md's table holds; each clause carries its reason, so the runtime, the
+route log and `python -m gen explain` can all say which one failed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from runtime.env import Knobs
+from runtime.errors import ValidationError
+from runtime.manifest import KernelEntry
+
+BLOCK = 128
+GEMV_MAX_M = 4
+
+ARM_W8A8_FAST = "W8A8 fast"
+ARM_W8A8_IN_TREE = "W8A8 in-tree"
+ARM_W8A16_GEMM = "W8A16 GEMM"
+ARM_W8A16_GEMV = "W8A16 GEMV"
+W8A8_ARMS = (ARM_W8A8_FAST, ARM_W8A8_IN_TREE)
+
+# sm_90a fast families (wgmma, CUTLASS), preferred in this order when built.
+FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
+IN_TREE_FAMILY = "w8a8_mma"
+
+FORMATS = {"block": "BlockScaled128", "row": "PerRow", "tensor": "PerTensor"}
+
+LEVER_WIDENING = "w8a8_prefill_max_m_widening"
+LEVER_NARROWING = "w8a8_prefill_max_m_narrowing"
+
+NUMERICS = {
+    ARM_W8A8_FAST: "e4m3 x e4m3, 1x128 activation / 128x128 weight scales, FP32 promotion per 128 K, bf16 out",
+    ARM_W8A8_IN_TREE: "e4m3 x e4m3, 1x128 activation / 128x128 weight scales, FP32 promotion per 128 K, bf16 out",
+    ARM_W8A16_GEMM: "bf16 x e4m3 (128x128 weight scales), FP32 accumulation, bf16 out",
+    ARM_W8A16_GEMV: "bf16 x e4m3 (128x128 weight scales), FP32 accumulation, bf16 out, weights streamed once",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Clause:
+    name: str
+    holds: bool
+    reason: str
+    ledger: str  # the route-ledger counter a failure of this clause feeds
+
+
+@dataclasses.dataclass(frozen=True)
+class Levers:
+    """W8A8 ceilings from HARDWARE.toml [defaults]; None = no cap."""
+    max_m_widening: Optional[int] = None
+    max_m_narrowing: Optional[int] = None
+
+    @classmethod
+    def from_defaults(cls, defaults: Dict) -> "Levers":
+        return cls(defaults.get(LEVER_WIDENING), defaults.get(LEVER_NARROWING))
+
+    def lever_for(self, n: int, k: int) -> Tuple[str, Optional[int]]:
+        return (LEVER_WIDENING, self.max_m_widening) if n > k else (LEVER_NARROWING, self.max_m_narrowing)
+
+
+@dataclasses.dataclass(frozen=True)
+class Availability:
+    """What is loaded and allocated (the runtime knows; explain assumes)."""
+    quantizer: bool
+    scratch: bool
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    n: int
+    k: int
+    tp: int
+    parallel: str
+
+    def describe(self) -> str:
+        if self.tp == 1:
+            return ""
+        dim = "n" if self.parallel == "column" else "k"
+        return f"{self.parallel}-parallel shard of tp={self.tp}: {dim}/{self.tp}"
+
+
+def shard(n: int, k: int, tp: int = 1, parallel: str = "column") -> Shard:
+    """Column-parallel splits n, row-parallel splits k, across tp ranks."""
+    if tp < 1:
+        raise ValidationError(f"tp must be >= 1, got {tp}")
+    if parallel not in ("column", "row"):
+        raise ValidationError(f"parallel must be 'column' or 'row', got {parallel!r}")
+    full = n if parallel == "column" else k
+    if full % tp:
+        raise ValidationError(f"{'n' if parallel == 'column' else 'k'}={full} does not split over tp={tp}")
+    return Shard(n // tp if parallel == "column" else n, k // tp if parallel == "row" else k, tp, parallel)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    m: int
+    shard: Shard
+    weight_format: str
+    arm: str
+    instance: Optional[str]
+    clauses: Tuple[Clause, ...]
+    fast_clauses: Tuple[Clause, ...]
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def w8a8(self) -> bool:
+        return self.arm in W8A8_ARMS
+
+    @property
+    def failed(self) -> Optional[Clause]:
+        return next((c for c in self.clauses if not c.holds), None)
+
+    def explain(self) -> str:
+        s = self.shard
+        lines = [f"projection n={s.n} k={s.k} at m={self.m}, weight {FORMATS[self.weight_format]}"
+                 + (f" ({s.describe()})" if s.tp > 1 else "")]
+        lines.append("clauses (W8A8 needs every one):")
+        lines += [f"  [{'pass' if c.holds else 'FAIL'}] {c.name}: {c.reason}" for c in self.clauses]
+        if self.fast_clauses:
+            lines.append("fast W8A8 instance:")
+            lines += [f"  [{'pass' if c.holds else 'no'}] {c.name}: {c.reason}" for c in self.fast_clauses]
+        lines.append(f"arm: {self.arm}")
+        lines.append(f"instance: {self.instance or 'none'}")
+        lines.append(f"numerics: {NUMERICS[self.arm]}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+def _clauses(m: int, s: Shard, weight_format: str, knobs: Knobs, levers: Levers, available: Availability,
+             w8a8_built: bool, arch: str) -> List[Clause]:
+    shard_note = f" ({s.describe()})" if s.tp > 1 else ""
+    lever_name, cap = levers.lever_for(s.n, s.k)
+    kind = "widening (n > k)" if s.n > s.k else "narrowing (n <= k)"
+    loaded = available.quantizer and w8a8_built and available.scratch
+    missing = [what for what, ok in (("the quantizer", available.quantizer),
+                                     (f"a W8A8 GEMM for {arch}", w8a8_built),
+                                     ("the scratch workspace", available.scratch)) if not ok]
+    return [
+        Clause("kill_switch", not knobs.w8a16_only,
+               "FP8GEN_W8A16_ONLY is absent" if not knobs.w8a16_only else
+               "FP8GEN_W8A16_ONLY is set (presence means on, whatever the value): operator escape hatch",
+               "gate_off"),
+        Clause("m_above_gemv", m > GEMV_MAX_M,
+               f"m={m} > {GEMV_MAX_M}" if m > GEMV_MAX_M else
+               f"m={m} <= {GEMV_MAX_M}: stays on the batch GEMV, which streams each weight once", "small_m"),
+        Clause("m_within_lever", cap is None or m <= cap,
+               f"no {lever_name} in HARDWARE.toml [defaults] for {kind} rows: no cap" if cap is None else
+               (f"m={m} <= {lever_name}={cap} ({kind})" if m <= cap else
+                f"m={m} > {lever_name}={cap} ({kind}): W8A16 is faster past the measured crossover"),
+               "above_max_m"),
+        Clause("block_scaled_enabled", not knobs.fp8_single_scale,
+               "FP8GEN_FP8_SINGLE_SCALE is absent" if not knobs.fp8_single_scale else
+               "FP8GEN_FP8_SINGLE_SCALE is set: block-scaled prefill disabled", "gate_off"),
+        Clause("weight_block_scaled", weight_format == "block",
+               "weight is BlockScaled128" if weight_format == "block" else
+               f"weight is {FORMATS[weight_format]}: its scale read as [N/128, K/128] would be in-bounds garbage",
+               "bad_scale"),
+        Clause("k_multiple_of_128", s.k % BLOCK == 0,
+               f"k={s.k}{shard_note} is a multiple of 128" if s.k % BLOCK == 0 else
+               f"k={s.k}{shard_note} is not a multiple of 128: one activation scale per 128 K", "bad_shape"),
+        Clause("n_multiple_of_128", s.n % BLOCK == 0,
+               f"n={s.n}{shard_note} is a multiple of 128" if s.n % BLOCK == 0 else
+               f"n={s.n}{shard_note} is not a multiple of 128: the weight-scale grid is 128 rows", "bad_shape"),
+        Clause("kernels_loaded", loaded,
+               ("quantizer, W8A8 GEMM and scratch are present" if loaded else
+                "missing " + ", ".join(missing) + ": a null handle or buffer is a gate, not a fault")
+               + (f" ({available.note})" if available.note else ""), "no_operand"),
+    ]
+
+
+def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch: str,
+                  out_rows: Optional[int]) -> Tuple[List[Clause], Optional[KernelEntry]]:
+    """The fast instance's own constraints, from its manifest entry."""
+    candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, [])]
+    if not candidates:
+        return [Clause("fast_instance_built", False,
+                       f"no {' / '.join(FAST_FAMILIES)} instance is built for {arch}", "")], None
+    clauses: List[Clause] = []
+    for e in candidates:
+        c = e.constraints
+        m_pad = -(-m // c.get("m_align", 1)) * c.get("m_align", 1)
+        checks = [
+            ("scale_adapter", not c.get("scale_mn_major") or bool(entries.get("scale_mn_major")),
+             "needs MN-major activation scales and scale_mn_major is built"),
+            ("output_room", not c.get("writes_padded_m") or out_rows is None or out_rows >= m_pad,
+             f"writes {m_pad} rows (M padded to {c.get('m_align', 1)}); output has room for {out_rows}"),
+            ("n_multiple", s.n % c.get("n_multiple", 1) == 0, f"n % {c.get('n_multiple', 1)} == 0"),
+        ]
+        ok = all(holds for _, holds, _ in checks)
+        failed = [f"{name}: {why}" for name, holds, why in checks if not holds]
+        clauses.append(Clause(e.name, ok, "all constraints hold" if ok else "; ".join(failed), ""))
+        if ok:
+            return clauses, e
+    return clauses, None
+
+
+def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
+    """Smallest BM that covers m in one tile row, else the largest BM.
+    (The measured dispatch table replaces this once gen tune fills it.)"""
+    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
+    for e in by_bm:
+        if e.constraints["bm"] >= m:
+            return e
+    return by_bm[-1]
+
+
+def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: Levers,
+           available: Availability, entries: Dict[str, List[KernelEntry]], arch: str, tp: int = 1,
+           parallel: str = "column", out_rows: Optional[int] = None) -> Decision:
+    if weight_format not in FORMATS:
+        raise ValidationError(f"weight format must be one of {sorted(FORMATS)}, got {weight_format!r}")
+    if m < 1:
+        raise ValidationError(f"m must be >= 1, got {m}")
+    s = shard(n, k, tp, parallel)
+    w8a8_built = bool(entries.get(IN_TREE_FAMILY)) or any(entries.get(f) for f in FAST_FAMILIES)
+    clauses = _clauses(m, s, weight_format, knobs, levers, available, w8a8_built, arch)
+    notes: List[str] = []
+    fast_clauses: List[Clause] = []
+    if all(c.holds for c in clauses):
+        fast_clauses, fast = _fast_clauses(m, s, entries, arch, out_rows)
+        if fast is not None:
+            return Decision(m, s, weight_format, ARM_W8A8_FAST, fast.name, tuple(clauses), tuple(fast_clauses))
+        if entries.get(IN_TREE_FAMILY):
+            inst = pick_tile(entries[IN_TREE_FAMILY], m)
+            if arch == "sm_90a":
+                notes.append("w8a8_mma on sm_90a runs e4m3 mma.sync through FP16 HMMA (emulated): "
+                             "a correctness baseline, not the fast path")
+            return Decision(m, s, weight_format, ARM_W8A8_IN_TREE, inst.name, tuple(clauses),
+                            tuple(fast_clauses), tuple(notes))
+    arm = ARM_W8A16_GEMV if m <= GEMV_MAX_M else ARM_W8A16_GEMM
+    family = "w8a16_gemv" if arm == ARM_W8A16_GEMV else "w8a16_gemm"
+    instance = None
+    if weight_format != "block":
+        notes.append(f"no W8A16 kernel takes {FORMATS[weight_format]} weights yet")
+    elif s.k % BLOCK or s.n % 16:
+        notes.append(f"the W8A16 kernels need k % 128 == 0 and n % 16 == 0 too (k={s.k}, n={s.n})")
+    elif entries.get(family):
+        instance = (pick_tile(entries[family], m) if family == "w8a16_gemm" else entries[family][0]).name
+    else:
+        notes.append(f"no {family} kernel is built for {arch}")
+    return Decision(m, s, weight_format, arm, instance, tuple(clauses), tuple(fast_clauses), tuple(notes))
