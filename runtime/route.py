@@ -27,7 +27,9 @@ class RouteLedger:
         self.reset()
 
     def reset(self) -> None:
+        """Zero the counters and forget which routes were logged."""
         with self._lock:
+            self._logged.clear()
             self.counts: Dict[str, int] = {c: 0 for c in COUNTERS}
             self.hits: Dict[str, int] = collections.Counter()
             self.refusals: Dict[str, int] = collections.Counter()

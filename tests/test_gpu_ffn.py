@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import runtime  # noqa: E402
 from gen.bench.torch_ref import dequant_weight, quantize_weight, with_outliers  # noqa: E402
-from gpu_helpers import Guarded  # noqa: E402
+from gpu_helpers import E4M3_STAGE_REL_RMS, Guarded  # noqa: E402
 from runtime import env  # noqa: E402
 
 HIDDEN, INTER = 5120, 17408
@@ -58,13 +58,19 @@ def _gates(out, ref):
 
 @pytest.mark.parametrize("M", [1, 4, 5, 949, 1193])
 def test_dense_ffn_prefill_meets_design_gates(rt, gen, ffn, M):
+    """Against a float64 FFN on the dequantized weights with bf16
+    activations (what a torch bf16 FFN computes, without its roundings):
+    cosine >= 0.999 (DESIGN.md); relative RMS within two e4m3 stages in
+    quadrature (x and h are both quantized on the W8A8 path), and within 2 %
+    on the W8A16 GEMV path (M <= 4), which quantizes no activation."""
     gate, up, down, ws = ffn
     x = with_outliers((M, HIDDEN), gen).to(torch.bfloat16)
     out = Guarded((M, HIDDEN), torch.bfloat16, float("nan"))
     decisions = runtime.dense_ffn_prefill(x, gate[2], up[2], down[2], ws, out=out.view)
     torch.cuda.synchronize()
     cos, rel_rms = _gates(out.view, _reference(x, gate, up, down))
-    assert cos >= 0.999 and rel_rms <= 0.02, (cos, rel_rms)
+    bound = 0.02 if M <= 4 else 2**0.5 * E4M3_STAGE_REL_RMS
+    assert cos >= 0.999 and rel_rms <= bound, (cos, rel_rms)
     assert out.canaries_intact()
     arms = {d.arm for d in decisions}
     assert arms == ({"W8A16 GEMV"} if M <= 4 else {"W8A8 in-tree"})

@@ -31,10 +31,13 @@ def bench_ffn(*, M: int, hidden: int, intermediate: int, seed: int) -> int:
     ref = (F.silu(X @ g["deq"].T) * (X @ u["deq"].T)) @ d["deq"].T
     ws = rt.workspace(M, hidden, ffn_intermediate=intermediate)
     out = {k: torch.empty(M, hidden, dtype=torch.bfloat16, device="cuda") for k in ("ours", "bf16", "cublaslt")}
+    # cuBLASLt wants the activation scales token-contiguous with a 16-byte
+    # aligned leading dimension: quant_group's MN-major layout, M padded to 4.
+    m_pad = -(-M // 4) * 4
     qx = torch.empty(M, hidden, dtype=torch.uint8, device="cuda")
-    sx = torch.empty(M, hidden // 128, device="cuda")
+    sx = torch.empty(hidden // 128, m_pad, device="cuda")
     qh = torch.empty(M, intermediate, dtype=torch.uint8, device="cuda")
-    sh = torch.empty(M, intermediate // 128, device="cuda")
+    sh = torch.empty(intermediate // 128, m_pad, device="cuda")
 
     def ours():
         runtime.dense_ffn_prefill(x, g["w"], u["w"], d["w"], ws, out=out["ours"])
@@ -43,7 +46,7 @@ def bench_ffn(*, M: int, hidden: int, intermediate: int, seed: int) -> int:
         torch.matmul(F.silu(x @ g["bf16"].T) * (x @ u["bf16"].T), d["bf16"].T, out=out["bf16"])
 
     def scaled(q, s, w):
-        return torch._scaled_mm(q.view(torch.float8_e4m3fn), w["fp8"].t(), scale_a=s.t().contiguous().t(),
+        return torch._scaled_mm(q.view(torch.float8_e4m3fn), w["fp8"].t(), scale_a=s[:, :M].t(),
                                 scale_b=w["s"].t(), out_dtype=torch.bfloat16)
 
     def cublaslt():
