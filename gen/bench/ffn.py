@@ -31,12 +31,14 @@ def bench_ffn(*, M: int, hidden: int, intermediate: int, seed: int) -> int:
     ref = (F.silu(X @ g["deq"].T) * (X @ u["deq"].T)) @ d["deq"].T
     ws = rt.workspace(M, hidden, ffn_intermediate=intermediate)
     out = {k: torch.empty(M, hidden, dtype=torch.bfloat16, device="cuda") for k in ("ours", "bf16", "cublaslt")}
-    # cuBLASLt wants the activation scales token-contiguous with a 16-byte
-    # aligned leading dimension: quant_group's MN-major layout, M padded to 4.
+    # cuBLASLt takes activation scales token-contiguous with strides (1, M)
+    # and a 16-byte aligned leading dimension, so it runs on M padded to 4
+    # (as an engine would): quant_group's MN-major output zero-fills the pad
+    # tokens' scales, and the pad rows of the quantized activation are zero.
     m_pad = -(-M // 4) * 4
-    qx = torch.empty(M, hidden, dtype=torch.uint8, device="cuda")
+    qx = torch.zeros(m_pad, hidden, dtype=torch.uint8, device="cuda")
     sx = torch.empty(hidden // 128, m_pad, device="cuda")
-    qh = torch.empty(M, intermediate, dtype=torch.uint8, device="cuda")
+    qh = torch.zeros(m_pad, intermediate, dtype=torch.uint8, device="cuda")
     sh = torch.empty(intermediate // 128, m_pad, device="cuda")
 
     def ours():
@@ -46,14 +48,14 @@ def bench_ffn(*, M: int, hidden: int, intermediate: int, seed: int) -> int:
         torch.matmul(F.silu(x @ g["bf16"].T) * (x @ u["bf16"].T), d["bf16"].T, out=out["bf16"])
 
     def scaled(q, s, w):
-        return torch._scaled_mm(q.view(torch.float8_e4m3fn), w["fp8"].t(), scale_a=s[:, :M].t(),
+        return torch._scaled_mm(q.view(torch.float8_e4m3fn), w["fp8"].t(), scale_a=s.t(),
                                 scale_b=w["s"].t(), out_dtype=torch.bfloat16)
 
     def cublaslt():
-        rt.quant_group(x, qx, sx)
+        rt.quant_group(x, qx[:M], sx)
         h = F.silu(scaled(qx, sx, g)) * scaled(qx, sx, u)
         rt.quant_group(h, qh, sh)
-        out["cublaslt"].copy_(scaled(qh, sh, d))
+        out["cublaslt"].copy_(scaled(qh, sh, d)[:M])
 
     rows = []
     for name, fn in (("fp8gen dense_ffn_prefill", ours), ("torch bf16 FFN", bf16),
