@@ -104,7 +104,8 @@ def cmd_explain(args) -> int:
                       available=select.Availability(
                           quantizer=bool(entries.get("quant_group")), scratch=True,
                           note="explain assumes the caller allocated the workspace"),
-                      entries=entries, arch=args.arch, tp=args.tp, parallel=args.parallel)
+                      entries=entries, arch=args.arch, tp=args.tp, parallel=args.parallel,
+                      dispatch=load_hardware(args.arch).dispatch)
     print(f"arch {args.arch}: manifest {manifest_path(args.arch).relative_to(REPO_ROOT)}, "
           f"levers from hardware/{args.arch}/HARDWARE.toml [defaults]")
     print(d.explain(), end="")
@@ -142,6 +143,39 @@ def cmd_bench(args) -> int:
     return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS,
                  families=list(families), out=Path(args.out), md=Path(args.md) if args.md else None,
                  png=Path(args.png) if args.png else None, git_sha=args.git_sha or _git_sha(), seed=args.seed)
+
+
+def cmd_tune(args) -> int:
+    import datetime
+    import json
+    from pathlib import Path
+
+    from gen.bench import tune
+    from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES, parse_shapes
+    from gen.bench.run import bench
+    from runtime.paths import hardware_toml
+
+    record = Path(args.record) if args.record else hardware_toml(args.arch).parent / "bench-h200.json"
+    if not args.from_record:
+        shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
+        rc = bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(ALL_ARMS),
+                   out=record, md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
+                   git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=True)
+        if rc:
+            print("some arm was wrong; the dispatch table and levers were not written", file=sys.stderr)
+            return rc
+    doc = json.loads(record.read_text())
+    try:
+        rel = record.resolve().relative_to(REPO_ROOT)
+    except ValueError:
+        rel = record
+    provenance = f"measured: {doc['gpu']}, {doc['date']}, {rel} (gen tune, git {doc['git_sha'][:10]})"
+    text = tune.tuned_text(tune.derive_levers(doc["rows"]), tune.derive_dispatch(doc["rows"]), provenance)
+    tune.write_tuned(hardware_toml(args.arch), text)
+    print(text)
+    print(f"wrote the levers and dispatch table into {hardware_toml(args.arch).relative_to(REPO_ROOT)} "
+          f"({datetime.date.today().isoformat()})")
+    return 0
 
 
 def cmd_bench_ffn(args) -> int:
@@ -220,6 +254,24 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
     be.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     be.set_defaults(func=cmd_bench)
+
+    tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
+                        description="Runs the bench with every instance of each tuned family (and the peers), "
+                                    "writes the record (default hardware/<arch>/bench-h200.json), then writes "
+                                    "into HARDWARE.toml, below its tune marker: the fastest instance per shape "
+                                    "and M bucket ([dispatch]) and the W8A8-vs-W8A16 crossovers, quantization "
+                                    "counted, for widening and narrowing shapes ([defaults]), with provenance.")
+    tu.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
+    tu.add_argument("--shapes", help="N×K list (default: the 8 anchor shapes)")
+    tu.add_argument("--m", help="comma-separated M values (default 16,...,8192)")
+    tu.add_argument("--record", help="bench record to write (or read with --from-record)")
+    tu.add_argument("--from-record", action="store_true",
+                    help="derive from an existing record without measuring (no GPU needed)")
+    tu.add_argument("--md", help="also write the Markdown table here")
+    tu.add_argument("--png", help="also draw TFLOP/s against M here")
+    tu.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
+    tu.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    tu.set_defaults(func=cmd_tune)
 
     bf = sub.add_parser("bench-ffn", help="time the dense FFN prefill vs torch bf16 and cuBLASLt-block FFNs (GPU)",
                         description="Times runtime.dense_ffn_prefill against a torch bf16 FFN and an FFN of "

@@ -41,6 +41,22 @@ class Runtime:
         self._loaded = {k.name: k for ks in ctx.kernels.values() for k in ks}
         self.entries = {fam: [k.entry for k in ks] for fam, ks in ctx.kernels.items()}
         self.ledger = RouteLedger()
+        from runtime.hardware import cached_hardware
+
+        self.dispatch = cached_hardware(self.arch).dispatch
+
+    def pick(self, family: str, m: int, n: int, k: int) -> str:
+        """The instance the measured dispatch table (else the tile rule) picks."""
+        from runtime.dispatch import choose
+
+        return choose(self.entries[family], self.dispatch, m, n, k).name
+
+    def _gemm_instance(self, family: str, a, w) -> Optional[str]:
+        """Dispatch for direct GEMM calls; shape errors are left to validation."""
+        try:
+            return self.pick(family, a.shape[0], w.shape[0], w.shape[1])
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return None
 
     def run_plan(self, plan: "ops.Launch", stream) -> None:
         from runtime.launch import launch
@@ -61,7 +77,8 @@ class Runtime:
                              levers=Levers.from_defaults(cached_hardware(self.arch).defaults),
                              available=Availability(quantizer=bool(self.entries.get("quant_group")),
                                                     scratch=workspace is not None),
-                             entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows)
+                             entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows,
+                             dispatch=self.dispatch)
 
     def linear(self, x, weight: Fp8Weight, out, workspace: Optional[Workspace] = None, *,
                stream=None) -> Decision:
@@ -111,11 +128,15 @@ class Runtime:
     def scale_mn_major(self, src, dst, *, stream=None):
         self._run(ops.scale_mn_major(self.entries, src, dst, device=self.device), stream)
 
-    def w8a8_mma(self, a, a_scale, w, w_scale, out, *, stream=None):
-        self._run(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device), stream)
+    def w8a8_mma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+        a, w = v.matrix("w8a8_mma", "a", a), v.matrix("w8a8_mma", "weight", w)
+        self._run(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+                               instance=instance or self._gemm_instance("w8a8_mma", a, w)), stream)
 
-    def w8a16_gemm(self, x, w, w_scale, out, *, stream=None):
-        self._run(ops.w8a16_gemm(self.entries, x, w, w_scale, out, device=self.device), stream)
+    def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+        x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)
+        self._run(ops.w8a16_gemm(self.entries, x, w, w_scale, out, device=self.device,
+                                 instance=instance or self._gemm_instance("w8a16_gemm", x, w)), stream)
 
     def w8a16_gemv(self, x, w, w_scale, out, *, stream=None):
         self._run(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)

@@ -28,6 +28,7 @@ class Hardware:
     instances: Dict[str, List[Dict[str, Any]]]
     defaults: Dict[str, Any]
     roofline: Dict[str, Any]
+    dispatch: Dict[str, List[Dict[str, Any]]]  # family -> measured rules (gen tune)
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -56,6 +57,7 @@ def load_hardware(arch: str) -> Hardware:
             instances={k: list(v) for k, v in doc.get("instances", {}).items()},
             defaults=dict(doc.get("defaults", {})),
             roofline=dict(doc.get("roofline", {})),
+            dispatch={k: list(v) for k, v in doc.get("dispatch", {}).items()},
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

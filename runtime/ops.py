@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from runtime import validate as v
 from runtime.errors import LoadError
 from runtime.manifest import KernelEntry
-from runtime.select import pick_tile  # noqa: F401 - part of the plans' vocabulary
+from runtime.dispatch import pick_tile
 
 DEFAULT_EPS = 1e-10
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from runtime.dispatch import choose, pick_tile  # noqa: F401 - pick_tile is re-exported for ops
 from runtime.env import Knobs
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
@@ -198,19 +199,11 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
     return clauses, None
 
 
-def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
-    """Smallest BM that covers m in one tile row, else the largest BM.
-    (The measured dispatch table replaces this once gen tune fills it.)"""
-    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
-    for e in by_bm:
-        if e.constraints["bm"] >= m:
-            return e
-    return by_bm[-1]
-
-
 def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: Levers,
            available: Availability, entries: Dict[str, List[KernelEntry]], arch: str, tp: int = 1,
-           parallel: str = "column", out_rows: Optional[int] = None) -> Decision:
+           parallel: str = "column", out_rows: Optional[int] = None,
+           dispatch: Optional[Dict[str, List[Dict]]] = None) -> Decision:
+    dispatch = dispatch or {}
     if weight_format not in FORMATS:
         raise ValidationError(f"weight format must be one of {sorted(FORMATS)}, got {weight_format!r}")
     if m < 1:
@@ -225,7 +218,7 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
         if fast is not None:
             return Decision(m, s, weight_format, ARM_W8A8_FAST, fast.name, tuple(clauses), tuple(fast_clauses))
         if entries.get(IN_TREE_FAMILY):
-            inst = pick_tile(entries[IN_TREE_FAMILY], m)
+            inst = choose(entries[IN_TREE_FAMILY], dispatch, m, s.n, s.k)
             if arch == "sm_90a":
                 notes.append("w8a8_mma on sm_90a runs e4m3 mma.sync through FP16 HMMA (emulated): "
                              "a correctness baseline, not the fast path")
@@ -239,7 +232,7 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     elif s.k % BLOCK or s.n % 16:
         notes.append(f"the W8A16 kernels need k % 128 == 0 and n % 16 == 0 too (k={s.k}, n={s.n})")
     elif entries.get(family):
-        instance = (pick_tile(entries[family], m) if family == "w8a16_gemm" else entries[family][0]).name
+        instance = choose(entries[family], dispatch, m, s.n, s.k).name
     else:
         notes.append(f"no {family} kernel is built for {arch}")
     return Decision(m, s, weight_format, arm, instance, tuple(clauses), tuple(fast_clauses), tuple(notes))

@@ -22,6 +22,7 @@ class Context:
     peak_tflops: float
     memory_tbps: float
     families: List[str]
+    all_instances: bool = False  # gen tune: time every instance, not only the dispatched one
     rows: List[grid.Row] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
     progress: Callable[[str], None] = print
@@ -48,13 +49,19 @@ def _checked(ctx: Context, impl: str, M: int, N: int, K: int, got, want) -> bool
     return True
 
 
-def _kernel_name(ctx: Context, family: str, M: int) -> str:
-    from runtime.ops import pick_tile
-
+def _kernel_name(ctx: Context, family: str, M: int, N: int = 0, K: int = 0) -> str:
     entries = ctx.rt.entries.get(family, [])
     if not entries:
         return ""
-    return (pick_tile(entries, M) if "bm" in entries[0].constraints else entries[0]).name
+    return ctx.rt.pick(family, M, N, K) if "bm" in entries[0].constraints else entries[0].name
+
+
+def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
+    if family not in ctx.rt.entries:
+        return []
+    if ctx.all_instances:
+        return [e.name for e in ctx.rt.entries[family]]
+    return [_kernel_name(ctx, family, M, N, K)]
 
 
 class ShapeInputs:
@@ -111,12 +118,14 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         _gemm_row(ctx, impl, kernel, M, N, K, us)
 
     rt = ctx.rt
-    if ctx.want("w8a8_mma") and "w8a8_mma" in rt.entries:
-        run("w8a8_mma", _kernel_name(ctx, "w8a8_mma", M),
-            lambda a, w, o: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o), ref_w8a8)
+    if ctx.want("w8a8_mma"):
+        for inst in _instances(ctx, "w8a8_mma", M, N, K):
+            run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
+                                                                       instance=i), ref_w8a8)
     if ctx.want("w8a16_gemm") and M > 4:
-        run("w8a16_gemm", _kernel_name(ctx, "w8a16_gemm", M),
-            lambda a, w, o: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)
+        for inst in _instances(ctx, "w8a16_gemm", M, N, K):
+            run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,
+                                                                           instance=i), ref_w8a16)
     if ctx.want("w8a16_gemv") and M <= 4:
         run("w8a16_gemv", _kernel_name(ctx, "w8a16_gemv", M),
             lambda a, w, o: rt.w8a16_gemv(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)

@@ -19,7 +19,8 @@ def _progress(done: int, total: int, what: str) -> None:
 
 
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
-          out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int) -> int:
+          out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
+          all_instances: bool = False) -> int:
     import torch
 
     import runtime
@@ -38,7 +39,7 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     roof = hw.roofline
     ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
                        peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                       families=families)
+                       families=families, all_instances=all_instances)
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("gemm", s, m) for s in shapes for m in ms]
     shape_inputs = None

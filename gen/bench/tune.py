@@ -1,0 +1,132 @@
+"""`python -m gen tune`: from a bench record that times every instance, the
+dispatch table (fastest instance per shape and M bucket) and the two W8A8
+ceilings (the W8A8-vs-W8A16 crossover, quantization counted), written into
+HARDWARE.toml below its tune marker with their provenance."""
+from __future__ import annotations
+
+import collections
+import math
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from runtime.dispatch import shape_class
+from runtime.select import LEVER_NARROWING, LEVER_WIDENING
+
+MARKER = "# ---- Below: written by `python -m gen tune` (levers and dispatch, with provenance). ----\n"
+TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm")
+W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
+LAST_BUCKET = 2**31 - 1
+
+Point = Tuple[int, int, int]  # (N, K, M)
+
+
+def _times(rows: List[Dict], family: str) -> Dict[Point, Dict[str, float]]:
+    """(N, K, M) -> {instance: us} for one family's GEMM rows."""
+    out: Dict[Point, Dict[str, float]] = collections.defaultdict(dict)
+    for r in rows:
+        if r["op"] == "gemm" and r["impl"] == family:
+            out[(r["N"], r["K"], r["M"])][r["kernel"]] = r["us"]
+    return out
+
+
+def _runs(winners: List[Tuple[int, str]]) -> List[Dict]:
+    """[(M, instance)] ascending -> bucket rules: one per run of equal winners."""
+    rules: List[Dict] = []
+    for i, (m, inst) in enumerate(winners):
+        last = i == len(winners) - 1
+        if last or winners[i + 1][1] != inst:
+            rules.append({"m_max": LAST_BUCKET if last else m, "instance": inst})
+    return rules
+
+
+def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
+    table: Dict[str, List[Dict]] = {}
+    for family in TUNED_FAMILIES:
+        times = _times(rows, family)
+        if not times:
+            continue
+        rules: List[Dict] = []
+        shapes = sorted({(n, k) for n, k, _ in times})
+        for n, k in shapes:
+            winners = [(m, min(t, key=t.get)) for (nn, kk, m), t in sorted(times.items(), key=lambda i: i[0][2])
+                       if (nn, kk) == (n, k)]
+            rules += [{"n": n, "k": k, **r} for r in _runs(winners)]
+        for cls in ("widening", "narrowing"):
+            by_m: Dict[int, List[Dict[str, float]]] = collections.defaultdict(list)
+            for (n, k, m), t in times.items():
+                if shape_class(n, k) == cls:
+                    by_m[m].append(t)
+            winners = []
+            for m in sorted(by_m):
+                common = set.intersection(*(set(t) for t in by_m[m]))
+                # geometric mean of each instance's slowdown against the best at each shape
+                score = {i: sum(math.log(t[i] / min(t.values())) for t in by_m[m]) for i in common}
+                winners.append((m, min(score, key=score.get)))
+            rules += [{"shape_class": cls, **r} for r in _runs(winners)]
+        table[family] = rules
+    return table
+
+
+def derive_levers(rows: List[Dict]) -> Dict[str, Tuple[Optional[int], str]]:
+    """lever -> (max_m or None for no cap, the measured ratios behind it).
+    W8A8 time = quant_group(M, K) + the fastest W8A8 instance; W8A16 time =
+    the fastest w8a16_gemm instance; per class, the geometric mean of their
+    ratio over the class's shapes at each M. The ceiling is the last M of the
+    run of wins that starts at the smallest M (0 if W8A8 loses there)."""
+    quant = {(r["M"], r["K"]): r["us"] for r in rows if r["op"] == "quant" and r["impl"] == "quant_group"}
+    w8a16 = _times(rows, "w8a16_gemm")
+    w8a8: Dict[Point, float] = {}
+    for fam in W8A8_FAMILIES:
+        for p, t in _times(rows, fam).items():
+            w8a8[p] = min(w8a8.get(p, math.inf), min(t.values()))
+    levers: Dict[str, Tuple[Optional[int], str]] = {}
+    for lever, cls in ((LEVER_WIDENING, "widening"), (LEVER_NARROWING, "narrowing")):
+        by_m: Dict[int, List[float]] = collections.defaultdict(list)
+        for (n, k, m), t8 in w8a8.items():
+            if shape_class(n, k) == cls and (n, k, m) in w8a16 and (m, k) in quant:
+                by_m[m].append((t8 + quant[(m, k)]) / min(w8a16[(n, k, m)].values()))
+        if not by_m:
+            continue
+        ratios = [(m, math.exp(sum(map(math.log, v)) / len(v))) for m, v in sorted(by_m.items())]
+        detail = " ".join(f"{m}:{r:.2f}" for m, r in ratios)
+        cap: Optional[int] = None
+        for i, (m, r) in enumerate(ratios):
+            if r >= 1.0:
+                cap = ratios[i - 1][0] if i else 0
+                break
+        levers[lever] = (cap, detail)
+    return levers
+
+
+def _toml_value(v) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def tuned_text(levers: Dict[str, Tuple[Optional[int], str]], dispatch: Dict[str, List[Dict]],
+               provenance: str) -> str:
+    lines = [MARKER.rstrip("\n"),
+             "# [defaults]: the selection rule's W8A8 ceilings; an absent lever means no cap.",
+             "[defaults]"]
+    for lever, (cap, detail) in sorted(levers.items()):
+        if cap is None:
+            lines.append(f'{lever}_note = "no cap: W8A8 (quantization counted) beat W8A16 at every measured M; '
+                         f'{provenance}; W8A8/W8A16 time by M: {detail}"')
+        else:
+            lines.append(f"{lever} = {cap}")
+            lines.append(f'{lever}_note = "{provenance}; W8A8/W8A16 time by M: {detail}"')
+    lines += ["", f"# Fastest instance per shape and M bucket (m <= m_max); {provenance}."]
+    for family, rules in sorted(dispatch.items()):
+        for r in rules:
+            lines.append(f"[[dispatch.{family}]]")
+            lines += [f"{key} = {_toml_value(r[key])}" for key in ("n", "k", "shape_class", "m_max", "instance")
+                      if key in r]
+    return "\n".join(lines) + "\n"
+
+
+def write_tuned(path: Path, text: str) -> None:
+    from gen.fsutil import write_if_different
+
+    current = path.read_text()
+    if MARKER not in current:
+        raise ValueError(f"{path} has no tune marker line; add it before [defaults]")
+    write_if_different(path, current.split(MARKER)[0] + text)

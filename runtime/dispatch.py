@@ -1,0 +1,56 @@
+"""The measured dispatch table: which instance of a family serves (n, k, m).
+
+`gen tune` writes HARDWARE.toml [[dispatch.<family>]] rules of two kinds:
+exact shapes {n, k, m_max, instance} and shape classes {shape_class, m_max,
+instance} ("widening" n > k, "narrowing" n <= k). A rule serves m <= m_max;
+past the largest m_max the largest bucket's rule serves. Exact shapes win
+over classes; with no rule the family's tile rule decides.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from runtime.manifest import KernelEntry
+
+
+def shape_class(n: int, k: int) -> str:
+    return "widening" if n > k else "narrowing"
+
+
+def _bucket(rules: List[Dict[str, Any]], m: int) -> Optional[str]:
+    if not rules:
+        return None
+    rules = sorted(rules, key=lambda r: r["m_max"])
+    for r in rules:
+        if m <= r["m_max"]:
+            return r["instance"]
+    return rules[-1]["instance"]
+
+
+def lookup(dispatch: Dict[str, List[Dict[str, Any]]], family: str, m: int, n: int, k: int) -> Optional[str]:
+    rules = dispatch.get(family, [])
+    exact = [r for r in rules if r.get("n") == n and r.get("k") == k]
+    if exact:
+        return _bucket(exact, m)
+    return _bucket([r for r in rules if r.get("shape_class") == shape_class(n, k)], m)
+
+
+def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
+    """Smallest BM that covers m in one tile row, else the largest BM."""
+    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
+    for e in by_bm:
+        if e.constraints["bm"] >= m:
+            return e
+    return by_bm[-1]
+
+
+def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str, Any]]], m: int, n: int,
+           k: int) -> KernelEntry:
+    """The dispatch table's instance when it names a loaded one, else the tile rule."""
+    name = lookup(dispatch, candidates[0].family, m, n, k)
+    for e in candidates:
+        if e.name == name:
+            return e
+    if "bm" in candidates[0].constraints:
+        return pick_tile(candidates, m)
+    return candidates[0]

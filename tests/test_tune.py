@@ -1,0 +1,83 @@
+"""Layer 1: the dispatch table and levers gen tune derives, how the runtime
+reads them, and that the committed table agrees with the committed record."""
+import json
+
+import pytest
+
+from gen.bench import tune
+from runtime import dispatch
+from runtime.hardware import load_hardware
+from runtime.paths import hardware_toml
+
+
+def row(impl, kernel, M, N, K, us, op="gemm"):
+    return dict(op=op, impl=impl, kernel=kernel, M=M, N=N, K=K, us=us, tflops=None, tbps=None, roofline_tflops=None)
+
+
+def test_dispatch_compresses_runs_and_covers_both_classes():
+    rows = []
+    for M, (a, b) in {16: (1, 2), 64: (1, 2), 128: (3, 2), 256: (3, 2)}.items():
+        rows += [row("w8a8_mma", "small", M, 4096, 1024, a), row("w8a8_mma", "big", M, 4096, 1024, b)]
+        rows += [row("w8a8_mma", "small", M, 1024, 4096, a), row("w8a8_mma", "big", M, 1024, 4096, b)]
+    table = tune.derive_dispatch(rows)["w8a8_mma"]
+    exact = [r for r in table if r.get("n") == 4096]
+    assert exact == [{"n": 4096, "k": 1024, "m_max": 64, "instance": "small"},
+                     {"n": 4096, "k": 1024, "m_max": tune.LAST_BUCKET, "instance": "big"}]
+    assert {r["shape_class"] for r in table if "shape_class" in r} == {"widening", "narrowing"}
+    d = {"w8a8_mma": table}
+    assert dispatch.lookup(d, "w8a8_mma", 17, 4096, 1024) == "small"    # 17 falls in the m <= 64 bucket
+    assert dispatch.lookup(d, "w8a8_mma", 100, 4096, 1024) == "big"
+    assert dispatch.lookup(d, "w8a8_mma", 64, 4096, 1024) == "small"
+    assert dispatch.lookup(d, "w8a8_mma", 10**6, 4096, 1024) == "big"
+    assert dispatch.lookup(d, "w8a8_mma", 16, 8192, 512) == "small"     # an unseen widening shape: its class
+    assert dispatch.lookup({}, "w8a8_mma", 16, 8192, 512) is None
+
+
+def test_levers_cap_at_the_end_of_the_first_winning_run():
+    rows = []
+    for M, (t8, q, t16) in {16: (5, 1, 10), 64: (6, 1, 10), 128: (12, 1, 10), 256: (5, 1, 10)}.items():
+        rows += [row("w8a8_mma", "i", M, 4096, 1024, t8), row("w8a16_gemm", "j", M, 4096, 1024, t16),
+                 row("quant_group", "q", M, 0, 1024, q, op="quant")]
+        rows += [row("w8a8_mma", "i", M, 1024, 4096, 1), row("w8a16_gemm", "j", M, 1024, 4096, 10),
+                 row("quant_group", "q", M, 0, 4096, 1, op="quant")]
+    levers = tune.derive_levers(rows)
+    assert levers["w8a8_prefill_max_m_widening"][0] == 64
+    assert levers["w8a8_prefill_max_m_narrowing"][0] is None  # wins everywhere: no cap
+    assert "128:1.30" in levers["w8a8_prefill_max_m_widening"][1]
+
+
+def test_tuned_text_round_trips_through_hardware_toml(tmp_path, monkeypatch):
+    import runtime.hardware as hw
+
+    path = tmp_path / "sm_90a" / "HARDWARE.toml"
+    path.parent.mkdir()
+    path.write_text(hardware_toml("sm_90a").read_text())
+    monkeypatch.setattr(hw, "hardware_toml", lambda arch: tmp_path / arch / "HARDWARE.toml")
+    rules = {"w8a8_mma": [{"n": 1, "k": 2, "m_max": 16, "instance": "x"}, {"shape_class": "widening",
+                                                                         "m_max": tune.LAST_BUCKET, "instance": "y"}]}
+    text = tune.tuned_text({"w8a8_prefill_max_m_widening": (512, "16:0.5")}, rules, "measured: test")
+    tune.write_tuned(path, text)
+    tune.write_tuned(path, text)  # idempotent: the marker splits off the old tuned part
+    h = hw.load_hardware("sm_90a")
+    assert h.defaults["w8a8_prefill_max_m_widening"] == 512
+    assert h.dispatch == rules
+    assert h.instances == load_hardware("sm_90a").instances
+
+
+def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
+    record = hardware_toml("sm_90a").parent / "bench-h200.json"
+    if not record.exists():
+        pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
+    doc = json.loads(record.read_text())
+    table = load_hardware("sm_90a").dispatch
+    checked = 0
+    for family in tune.TUNED_FAMILIES:
+        for (n, k, m), times in tune._times(doc["rows"], family).items():
+            if len(times) > 1:
+                assert dispatch.lookup(table, family, m, n, k) == min(times, key=times.get), (family, n, k, m)
+                checked += 1
+    assert checked > 0
+    levers = tune.derive_levers(doc["rows"])
+    defaults = load_hardware("sm_90a").defaults
+    for lever, (cap, _) in levers.items():
+        assert defaults.get(lever) == cap
