@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from gen.bench.torch_ref import (dequant_act, dequant_weight, quantize_act,  # noqa: F401
-                                  quantize_weight, with_outliers)
-
-# Rounding to e4m3 (3 mantissa bits, RNE) leaves an error uniform in +-D/2,
-# D = 2^(e-3) for |x| in [2^e, 2^(e+1)): its energy is at most 2^-6/12 of
-# x^2 (the bottom of a binade is the worst case), a relative RMS of at most
-# 2^-3/sqrt(12) ~ 3.6 % per quantization stage; the log-uniform average is
-# ~2.5 % (numpy reference on Gaussian data: 2.55 %). A GEMM against
-# independent weights carries its input's relative RMS error to its output,
-# and independent stages add in quadrature. DESIGN.md's 2 % gate therefore
-# holds only where outliers dominate the norm; on outlier-free data no
-# per-128 e4m3 W8A8 can meet it, so the tests gate those cases on this bound.
-E4M3_STAGE_REL_RMS = 2.0**-3 / 12**0.5
+from gen.bench.torch_ref import (E4M3_STAGE_REL_RMS, dequant_act, dequant_weight,  # noqa: F401
+                                  quantize_act, quantize_weight, with_outliers)
 
 PAD_BYTES = 256  # canary bytes on each side; keeps the view 16-byte aligned
 

@@ -98,3 +98,19 @@ def test_a_header_edit_moves_exactly_its_dependents_keys(tmp_path):
     (copy / "fp8gen/tile.cuh").write_text((copy / "fp8gen/tile.cuh").read_text() + "// edit\n")
     moved = {k.split("/")[0] for k, v in keys(copy).items() if before[k] != v}
     assert moved == {"quant_group", "quant_silu_mul", "w8a8_mma", "w8a16_gemm"}
+
+
+def test_atomic_writes_keep_a_readable_mode(tmp_path):
+    import os
+    import stat
+
+    from gen.fsutil import write_atomic, write_if_different
+
+    new = tmp_path / "new.txt"
+    write_if_different(new, "a")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
+    new.chmod(0o640)
+    write_atomic(new, b"b")
+    assert stat.S_IMODE(new.stat().st_mode) == 0o640 and new.read_text() == "b"

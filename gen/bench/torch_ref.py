@@ -6,6 +6,17 @@ import torch
 
 BLOCK = 128
 
+# Rounding to e4m3 (3 mantissa bits, RNE) leaves an error uniform in +-D/2,
+# D = 2^(e-3) for |x| in [2^e, 2^(e+1)): its energy is at most 2^-6/12 of
+# x^2 (the bottom of a binade is the worst case), a relative RMS of at most
+# 2^-3/sqrt(12) ~ 3.6 % per quantization stage; the log-uniform average is
+# ~2.5 % (tests/test_reference.py measures 2.55 % on Gaussian data). A GEMM
+# against independent weights carries its input's relative RMS error to its
+# output, and independent stages add in quadrature. DESIGN.md's 2 % gate
+# therefore holds only where outliers dominate the norm; on outlier-free data
+# no per-128 e4m3 W8A8 meets it, so those cases are gated on this bound.
+E4M3_STAGE_REL_RMS = 2.0**-3 / 12**0.5
+
 
 def quantize_weight(w: torch.Tensor):
     """Checkpoint-style block quantization: e4m3 bytes [N,K] (as uint8) and
