@@ -194,6 +194,17 @@ def _git_sha() -> str:
         return "unknown"
 
 
+def _measure_args(p: argparse.ArgumentParser) -> None:
+    """The grid and output options `bench` and `tune` share."""
+    p.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
+    p.add_argument("--shapes", help="N×K list, e.g. 17408x5120,5120x17408 (default: the 8 anchor shapes)")
+    p.add_argument("--m", help="comma-separated M values (default 16,64,...,8192)")
+    p.add_argument("--md", help="also write the Markdown table here")
+    p.add_argument("--png", help="also draw TFLOP/s against M here")
+    p.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gen", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -244,15 +255,9 @@ def parser() -> argparse.ArgumentParser:
                                     "GEMM checked against float64 before its timing counts). Needs torch and "
                                     "a GPU. Writes a JSON record, prints a Markdown table of ratios against "
                                     "cublaslt_block and can draw a PNG. Exits 1 if any arm was wrong.")
-    be.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
-    be.add_argument("--shapes", help="N×K list, e.g. 17408x5120,5120x17408 (default: the 8 anchor shapes)")
-    be.add_argument("--m", help="comma-separated M values (default 16,64,...,8192)")
+    _measure_args(be)
     be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
-    be.add_argument("--md", help="also write the Markdown table here")
-    be.add_argument("--png", help="also draw TFLOP/s against M here")
-    be.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
-    be.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     be.set_defaults(func=cmd_bench)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
@@ -261,16 +266,10 @@ def parser() -> argparse.ArgumentParser:
                                     "into HARDWARE.toml, below its tune marker: the fastest instance per shape "
                                     "and M bucket ([dispatch]) and the W8A8-vs-W8A16 crossovers, quantization "
                                     "counted, for widening and narrowing shapes ([defaults]), with provenance.")
-    tu.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
-    tu.add_argument("--shapes", help="N×K list (default: the 8 anchor shapes)")
-    tu.add_argument("--m", help="comma-separated M values (default 16,...,8192)")
+    _measure_args(tu)
     tu.add_argument("--record", help="bench record to write (or read with --from-record)")
     tu.add_argument("--from-record", action="store_true",
                     help="derive from an existing record without measuring (no GPU needed)")
-    tu.add_argument("--md", help="also write the Markdown table here")
-    tu.add_argument("--png", help="also draw TFLOP/s against M here")
-    tu.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
-    tu.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
     tu.set_defaults(func=cmd_tune)
 
     bf = sub.add_parser("bench-ffn", help="time the dense FFN prefill vs torch bf16 and cuBLASLt-block FFNs (GPU)",

@@ -23,3 +23,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not GPU:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sm90a_entries():
+    """The committed sm_90a manifest's kernels by family (no GPU needed)."""
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, kernels = manifest.load(manifest_path("sm_90a"))
+    out = {}
+    for e in kernels:
+        out.setdefault(e.family, []).append(e)
+    return out

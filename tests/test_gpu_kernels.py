@@ -97,27 +97,12 @@ def test_w8a8_mma_against_float64(rt, gen, M, N, K):
 
 
 @pytest.mark.parametrize("N,K", SHAPES)
-@pytest.mark.parametrize("M", MS)
-def test_w8a16_gemm_against_float64(rt, gen, M, N, K):
+@pytest.mark.parametrize("op,M", [("w8a16_gemm", m) for m in MS] + [("w8a16_gemv", m) for m in (1, 2, 3, 4)])
+def test_w8a16_against_float64(rt, gen, op, M, N, K):
     w_q, w_s = _weight(N, K, gen)
     x = _bf16((M, K), gen)
     out = Guarded((M, N), torch.bfloat16, float("nan"))
-    rt.w8a16_gemm(x, w_q, w_s, out.view)
-    torch.cuda.synchronize()
-    W = dequant_weight(w_q, w_s)
-    X = x.double()
-    ok, detail = gemm_error_ok(out.view, X @ W.T, X.abs() @ W.abs().T)
-    assert ok, detail
-    assert out.canaries_intact()
-
-
-@pytest.mark.parametrize("N,K", SHAPES)
-@pytest.mark.parametrize("M", [1, 2, 3, 4])
-def test_w8a16_gemv_against_float64(rt, gen, M, N, K):
-    w_q, w_s = _weight(N, K, gen)
-    x = _bf16((M, K), gen)
-    out = Guarded((M, N), torch.bfloat16, float("nan"))
-    rt.w8a16_gemv(x, w_q, w_s, out.view)
+    getattr(rt, op)(x, w_q, w_s, out.view)
     torch.cuda.synchronize()
     W = dequant_weight(w_q, w_s)
     X = x.double()

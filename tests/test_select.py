@@ -22,12 +22,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 @pytest.fixture(scope="module")
-def entries():
-    _, es = manifest.load(manifest_path("sm_90a"))
-    out = {}
-    for e in es:
-        out.setdefault(e.family, []).append(e)
-    return out
+def entries(sm90a_entries):
+    return sm90a_entries
 
 
 def decide(entries, m=949, n=17408, k=5120, **over):

@@ -14,12 +14,8 @@ BASE = 1 << 32
 
 
 @pytest.fixture(scope="module")
-def entries():
-    _, es = manifest.load(manifest_path("sm_90a"))
-    out = {}
-    for e in es:
-        out.setdefault(e.family, []).append(e)
-    return out
+def entries(sm90a_entries):
+    return sm90a_entries
 
 
 def arr(shape, dtype, offset=0, strides=None, device=None):

@@ -57,4 +57,22 @@ __device__ __forceinline__ void mma_mainloop(uint8_t* smem, const uint8_t* a, co
   }
 }
 
+// One block tile of a family: zero the FP32 total, run the K loop through
+// `math` (which must expose acc[MT][NT][4], row0 and n_block), write bf16.
+template <class C, class Math>
+__device__ __forceinline__ void mma_block_tile(Math& math, const uint8_t* a, const uint8_t* w, __nv_bfloat16* out,
+                                               int M, int N, int K) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int n0 = blockIdx.x * C::BN;
+  const int m0 = blockIdx.y * C::BM;
+  const int warp = threadIdx.x >> 5;
+  const int wm0 = (warp / C::WARPS_N) * C::WM;
+  const int wn0 = (warp % C::WARPS_N) * C::WN;
+  zero_fragments(math.acc);
+  math.row0 = m0 + wm0;
+  math.n_block = n0 / kBlockK;
+  mma_mainloop<C>(smem, a, w, M, N, K, m0, n0, math);
+  store_bf16_fragments<C::MT, C::NT>(math.acc, out, M, N, m0 + wm0, n0 + wn0);
+}
+
 }  // namespace fp8gen

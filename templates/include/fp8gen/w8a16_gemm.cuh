@@ -19,7 +19,7 @@ template <class C>
 struct W8A16GemmMath {
   float acc[C::MT][C::NT][4];
   const float* w_scale;
-  int n_block;
+  int row0, n_block;  // row0 is set by mma_block_tile; only W8A8 needs it (activation scales)
 
   __device__ __forceinline__ void operator()(const uint8_t* tile_a, const uint8_t* tile_b, int kb, int kblocks) {
     const int lane = threadIdx.x & 31;
@@ -80,18 +80,9 @@ struct W8A16GemmMath {
 template <class C>
 __device__ __forceinline__ void w8a16_gemm(const __nv_bfloat16* x, const uint8_t* w, const float* w_scale,
                                            __nv_bfloat16* out, int M, int N, int K) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  const int n0 = blockIdx.x * C::BN;
-  const int m0 = blockIdx.y * C::BM;
-  const int warp = threadIdx.x >> 5;
-  const int wm0 = (warp / C::WARPS_N) * C::WM;
-  const int wn0 = (warp % C::WARPS_N) * C::WN;
   W8A16GemmMath<C> math;
-  zero_fragments(math.acc);
   math.w_scale = w_scale;
-  math.n_block = n0 / kBlockK;
-  mma_mainloop<C>(smem, reinterpret_cast<const uint8_t*>(x), w, M, N, K, m0, n0, math);
-  store_bf16_fragments<C::MT, C::NT>(math.acc, out, M, N, m0 + wm0, n0 + wn0);
+  mma_block_tile<C>(math, reinterpret_cast<const uint8_t*>(x), w, out, M, N, K);
 }
 
 }  // namespace fp8gen

@@ -67,21 +67,11 @@ struct W8A8MmaMath {
 template <class C>
 __device__ __forceinline__ void w8a8_mma(const uint8_t* a, const float* a_scale, const uint8_t* w,
                                          const float* w_scale, __nv_bfloat16* out, int M, int N, int K) {
-  extern __shared__ __align__(128) uint8_t smem[];
-  const int n0 = blockIdx.x * C::BN;
-  const int m0 = blockIdx.y * C::BM;
-  const int warp = threadIdx.x >> 5;
-  const int wm0 = (warp / C::WARPS_N) * C::WM;
-  const int wn0 = (warp % C::WARPS_N) * C::WN;
   W8A8MmaMath<C> math;
-  zero_fragments(math.acc);
   math.a_scale = a_scale;
   math.w_scale = w_scale;
   math.M = M;
-  math.row0 = m0 + wm0;
-  math.n_block = n0 / kBlockK;
-  mma_mainloop<C>(smem, a, w, M, N, K, m0, n0, math);
-  store_bf16_fragments<C::MT, C::NT>(math.acc, out, M, N, m0 + wm0, n0 + wn0);
+  mma_block_tile<C>(math, a, w, out, M, N, K);
 }
 
 }  // namespace fp8gen
