@@ -15,10 +15,10 @@ from gen.cachekey import INCLUDE_DIR, cache_key
 from gen.catalog import KernelSpec, specs_for
 from gen.fsutil import write_if_different
 from gen.hardware import load_hardware
-from gen.ninja_file import COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text
+from gen.ninja_file import CUTLASS_FLAGS, COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text
 from gen.ptxas import parse
 from gen.render import display, render_all, source_path, write_sources
-from gen.toolchain import Toolchain, toolchain
+from gen.toolchain import Toolchain, cutlass, toolchain
 from runtime import manifest
 from runtime.errors import CatalogError, CompileError
 from runtime.paths import REPO_ROOT, build_dir, manifest_path
@@ -65,6 +65,20 @@ def _run_ninja(directory: Path, targets: List[str], jobs: int, echo: Callable[[s
         raise CompileError(f"nvcc failed for {', '.join(failed) or 'some kernel'}", command=cmd, stderr=text)
 
 
+def shim_info(path: Path, symbol: str) -> Dict[str, object]:
+    """Launch resources a CUTLASS instance's host shim reports (host code
+    only: no GPU is needed to ask)."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(path))
+    size_fn = getattr(lib, f"{symbol}_params_size")
+    size_fn.restype = ctypes.c_size_t
+    threads, smem, cluster = ctypes.c_int(), ctypes.c_int(), (ctypes.c_int * 3)()
+    getattr(lib, f"{symbol}_info")(ctypes.byref(threads), ctypes.byref(smem), cluster)
+    return {"params_bytes": int(size_fn()), "threads": threads.value, "smem": smem.value,
+            "cluster": tuple(cluster)}
+
+
 def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifest.KernelEntry:
     cubin = bdir / f"{spec.name}.cubin"
     log = (bdir / f"{spec.name}.ptxas.log").read_text()
@@ -73,14 +87,46 @@ def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifes
     if bad:
         raise CompileError(f"{spec.name} breaks the build rules: {'; '.join(bad)}",
                            source=str(source_path(spec)), stderr=log)
+    threads, smem, cluster, constraints, shim, shim_sha = spec.threads, spec.dynamic_smem, (1, 1, 1), \
+        spec.constraints(), "", ""
+    if spec.uses_cutlass:
+        lib = bdir / f"{spec.name}.so"
+        info = shim_info(lib, spec.symbol)
+        threads, smem, cluster = info["threads"], info["smem"], info["cluster"]
+        constraints = dict(constraints, params_bytes=info["params_bytes"])
+        shim, shim_sha = f"{arch}/{lib.name}", _sha256(lib)
     return manifest.KernelEntry(
-        family=spec.family, name=spec.name, symbol=spec.symbol, abi=spec.abi, threads=spec.threads,
-        cluster=(1, 1, 1), static_smem=res.static_smem, dynamic_smem=spec.dynamic_smem,
+        family=spec.family, name=spec.name, symbol=spec.symbol, abi=spec.abi, threads=threads,
+        cluster=cluster, static_smem=res.static_smem, dynamic_smem=smem,
         registers=res.registers, spill_bytes=res.spill_bytes, stack_bytes=res.stack_bytes,
-        params=spec.params(), constraints=spec.constraints(),
+        params=spec.params(), constraints=constraints,
         source=display(source_path(spec)),
         source_sha256=hashlib.sha256(source_text.encode()).hexdigest(),
-        cubin=f"{arch}/{cubin.name}", cubin_sha256=_sha256(cubin))
+        cubin=f"{arch}/{cubin.name}", cubin_sha256=_sha256(cubin), shim=shim, shim_sha256=shim_sha)
+
+
+def _targets(spec: KernelSpec, source: str, arch: str, flags: List[str], tc: Toolchain) -> List[NinjaTarget]:
+    extra: List[str] = []
+    key_extra: List[str] = []
+    if spec.uses_cutlass:
+        ct = cutlass()
+        extra = [*CUTLASS_FLAGS, *(f"-I{d}" for d in ct.include_dirs)]
+        key_extra = [f"cutlass {ct.version}", *extra]
+    key = cache_key(source=source, arch=arch, flags=flags, tc=tc, extra=key_extra)
+    base = dict(name=spec.name, source=source_path(spec), key=key, extra=" ".join(extra))
+    targets = [NinjaTarget(cubin=f"{spec.name}.cubin", log=f"{spec.name}.ptxas.log", **base)]
+    if spec.uses_cutlass:
+        targets.append(NinjaTarget(cubin=f"{spec.name}.so", log=f"{spec.name}.shim.log", rule="shim", **base))
+    return targets
+
+
+def _remove_stale_outputs(bdir: Path, targets: Dict[str, List[NinjaTarget]]) -> None:
+    """Cubins, shims and logs of instances HARDWARE.toml no longer lists."""
+    keep = {name for ts in targets.values() for t in ts for name in (t.cubin, t.log)}
+    for pattern in ("*.cubin", "*.so", "*.log"):
+        for path in bdir.glob(pattern):
+            if path.name not in keep:
+                path.unlink()
 
 
 def build_arch(arch: str, *, jobs: int = 2, patterns: Optional[List[str]] = None,
@@ -95,21 +141,19 @@ def build_arch(arch: str, *, jobs: int = 2, patterns: Optional[List[str]] = None
     tc = tc or toolchain()
     bdir = build_dir() / arch
     flags = [*COMMON_FLAGS, *hw.gencode]
-    targets = [NinjaTarget(name=s.name, source=source_path(s), cubin=f"{s.name}.cubin",
-                           log=f"{s.name}.ptxas.log",
-                           key=cache_key(source=rendered[s], arch=arch, flags=flags, tc=tc))
-               for s in specs]
+    targets = {s.name: _targets(s, rendered[s], arch, flags, tc) for s in specs}
     with build_lock(bdir):
         write_if_different(bdir / "build.ninja",
                            ninja_text(nvcc=tc.nvcc, include_dirs=[INCLUDE_DIR], gencode=hw.gencode,
-                                      targets=targets))
-        _run_ninja(bdir, [f"{s.name}.cubin" for s in chosen], jobs, echo)
+                                      targets=[t for ts in targets.values() for t in ts]))
+        _run_ninja(bdir, [t.cubin for s in chosen for t in targets[s.name]], jobs, echo)
         entries = [_entry(s, rendered[s], bdir, arch) for s in chosen]
         wrote_manifest = False
         if len(chosen) == len(specs):
             toolchain_record = {"nvcc": tc.version, "generator": GENERATOR_VERSION}
             wrote_manifest = write_if_different(manifest_path(arch),
                                                 manifest.dumps(arch, hw.compute_capability, toolchain_record, entries))
+            _remove_stale_outputs(bdir, targets)
         else:
             echo(f"{arch}: built {len(chosen)} of {len(specs)} kernels; manifest left unchanged")
     return {"arch": arch, "kernels": len(chosen), "sources_written": len(written),

@@ -23,7 +23,7 @@ _NAME_OK = re.compile(r"^[a-z0-9_]+$")
 def _ctype_kind(ctype: str) -> str:
     if ctype.endswith("*"):
         return "ptr"
-    return {"int": "i32", "float": "f32"}[ctype]
+    return {"int": "i32", "float": "f32", "blob": "blob"}[ctype]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -37,6 +37,9 @@ class KernelSpec:
     # (parameter name, C type): rendered into the kernel signature and
     # recorded in the manifest as the launch ABI -- one list for both.
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]]
+    # CUTLASS instances compile against the nvidia-cutlass headers and also
+    # build a host shim (Params, grid) that the runtime calls through ctypes.
+    uses_cutlass: ClassVar[bool] = False
 
     # -- identity ---------------------------------------------------------
     def tag(self) -> str:
@@ -247,8 +250,58 @@ class W8A16GemvSpec(KernelSpec):
         return {"max_m": self.max_m, "k_multiple": BLOCK_K, "rows_per_block": self.threads_per_block // 32}
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8CutlassSpec(KernelSpec):
+    """CUTLASS 4.2's sm90 FP8 blockwise GEMM (1x128 / 128x128 scales), one
+    tile/cluster/schedule per instance; built as a cubin plus a host shim."""
+    tile_m: int = 128
+    tile_n: int = 128
+    cluster_m: int = 1
+    cluster_n: int = 1
+    schedule: str = "cooperative"
+
+    family: ClassVar[str] = "w8a8_cutlass"
+    header: ClassVar[str] = "fp8gen/cutlass_sm90_blockwise.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float8_e4m3fn", "float8_e4m3fn")
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
+    uses_cutlass: ClassVar[bool] = True
+    SCHEDULES: ClassVar[Dict[str, str]] = {"cooperative": "coop", "pingpong": "pp"}
+
+    def tag(self) -> str:
+        return (f"{self.tile_m}x{self.tile_n}x{BLOCK_K}_c{self.cluster_m}x{self.cluster_n}_"
+                f"{self.SCHEDULES.get(self.schedule, self.schedule)}")
+
+    @property
+    def abi(self) -> Tuple[Tuple[str, str], ...]:
+        return (("params", "blob"),)
+
+    @property
+    def threads(self) -> int:
+        return 384  # one producer and two consumer warpgroups (both schedules); the shim confirms
+
+    def constraints(self) -> Dict[str, Any]:
+        # MN-major activation scales with a 16-byte aligned leading dimension (M padded to 4),
+        # bf16 output rows of whole 16-byte vectors (N % 8), K in whole scale blocks.
+        return {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
+                "tile_m": self.tile_m, "tile_n": self.tile_n}
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if self.schedule not in self.SCHEDULES:
+            raise CatalogError(f"{self.name}: schedule must be one of {sorted(self.SCHEDULES)}")
+        if not hw.features.get("wgmma"):
+            raise CatalogError(f"{self.name}: the sm90 blockwise collective needs wgmma ({hw.arch} has none)")
+        if self.schedule == "cooperative" and self.tile_m % 128:
+            raise CatalogError(f"{self.name}: the cooperative schedule splits tile_m over two warpgroups (>= 128)")
+        if 128 % self.tile_n:
+            # CUTLASS 4.2's sm90 blockwise collective holds one weight scale per tile in N
+            raise CatalogError(f"{self.name}: tile_n must divide 128 (one weight-scale block per tile)")
+
+
 FAMILIES: Dict[str, Type[KernelSpec]] = {
-    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec, W8A16GemvSpec)
+    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec,
+                                W8A16GemvSpec, W8A8CutlassSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

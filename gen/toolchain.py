@@ -87,3 +87,24 @@ def sass_tool(tool: str) -> Optional[Path]:
         pass
     found = shutil.which(tool)
     return Path(found) if found else None
+
+
+@functools.lru_cache(maxsize=1)
+def cutlass() -> "Cutlass":
+    """CUTLASS headers from the nvidia-cutlass package (never a fixed path)."""
+    try:
+        import cutlass_library
+        from importlib.metadata import version
+    except ImportError:
+        raise CompileError("nvidia-cutlass is not installed: `pip install -e .` brings it") from None
+    root = Path(cutlass_library.__file__).resolve().parent / "source"
+    include = root / "include"
+    if not (include / "cutlass" / "cutlass.h").is_file():
+        raise CompileError(f"the nvidia-cutlass package has no CUTLASS headers under {include}")
+    return Cutlass(version=version("nvidia-cutlass"), include_dirs=(include, root / "tools" / "util" / "include"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cutlass:
+    version: str
+    include_dirs: tuple

@@ -84,7 +84,7 @@ class Runtime:
                stream=None) -> Decision:
         """out = x @ weight^T through the arm the selection rule picks (logged
         once per route, counted in self.ledger). Returns the decision."""
-        from runtime.projection import projection_plans
+        from runtime.projection import activation_scales, projection_plans
 
         self.ledger.entry()
         op = "linear"
@@ -99,7 +99,7 @@ class Runtime:
         plans = []
         q = s = None
         if d.w8a8:
-            q, s = workspace.quantized(M, K), workspace.scales(M, K)
+            q, s = workspace.quantized(M, K), activation_scales(workspace, d, M, K)
             plans.append(ops.quant_group(self.entries, x, q, s, device=self.device))
         plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device)
         for p in plans:
@@ -132,6 +132,12 @@ class Runtime:
         a, w = v.matrix("w8a8_mma", "a", a), v.matrix("w8a8_mma", "weight", w)
         self._run(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                instance=instance or self._gemm_instance("w8a8_mma", a, w)), stream)
+
+    def w8a8_cutlass(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+        """CUTLASS sm90 blockwise GEMM; a_scale is MN-major [K/128, M_pad]."""
+        a, w = v.matrix("w8a8_cutlass", "a", a), v.matrix("w8a8_cutlass", "weight", w)
+        self._run(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+                                   instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
 
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)

@@ -11,7 +11,7 @@ from typing import Tuple
 
 from runtime import ops
 from runtime import validate as v
-from runtime.projection import projection_plans
+from runtime.projection import activation_scales, projection_plans
 from runtime.select import Decision
 from runtime.weights import Fp8Weight
 
@@ -41,12 +41,12 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
     plans = []
     qx = sx = None
     if dg.w8a8 or du.w8a8:
-        qx, sx = workspace.quantized(M, H), workspace.scales(M, H)
+        qx, sx = workspace.quantized(M, H), activation_scales(workspace, dg if dg.w8a8 else du, M, H)
         plans.append(ops.quant_group(entries, x, qx, sx, device=dev))
     plans += projection_plans(entries, dg, x=x, q=qx, scale=sx, weight=gate, out=g, device=dev)
     plans += projection_plans(entries, du, x=x, q=qx, scale=sx, weight=up, out=u, device=dev)
     if dd.w8a8:
-        qh, sh = workspace.quantized(M, I), workspace.scales(M, I)
+        qh, sh = workspace.quantized(M, I), activation_scales(workspace, dd, M, I)
         plans.append(ops.quant_silu_mul(entries, g, u, q=qh, scale=sh, device=dev))
         plans += projection_plans(entries, dd, x=None, q=qh, scale=sh, weight=down, out=out, device=dev)
     else:

@@ -39,6 +39,9 @@ def pack(kernel: LoadedKernel, args: Dict[str, object]):
     values = []
     for name, kind in abi:
         v = args[name]
+        if kind == "blob":  # a ctypes buffer the host shim filled: passed by value
+            values.append(v)
+            continue
         if kind == "i32" and not -_I32_MAX - 1 <= int(v) <= _I32_MAX:
             raise LaunchError(f"{kernel.name}: {name}={v} does not fit the kernel's 32-bit parameter")
         values.append(_PACK[kind](v))
@@ -46,7 +49,10 @@ def pack(kernel: LoadedKernel, args: Dict[str, object]):
     return values, pointers
 
 
-def launch(ctx, kernel: LoadedKernel, grid: Tuple[int, int, int], args: Dict[str, object], stream) -> None:
+def launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
+    if kernel.shim is not None:  # CUTLASS: the shim turns the plan's arguments into Params and a grid
+        params, grid = kernel.shim.prepare(args, ctx.sm_count)
+        args = {"params": params}
     if min(grid) < 1:
         raise LaunchError(f"{kernel.name}: empty grid {grid}")
     values, pointers = pack(kernel, args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from runtime import manifest
 from runtime.driver import check, driver, init
@@ -21,10 +21,47 @@ from runtime.paths import ARCHES, build_dir, manifest_path
 class LoadedKernel:
     entry: manifest.KernelEntry
     function: object  # CUfunction in the device's primary context
+    shim: Optional["HostShim"] = None  # CUTLASS instances: builds Params and the grid
 
     @property
     def name(self) -> str:
         return self.entry.name
+
+
+class HostShim:
+    """A CUTLASS instance's host library: fills the kernel's Params (TMA
+    descriptors included) into a buffer allocated once, and says the grid."""
+
+    def __init__(self, path, entry: manifest.KernelEntry):
+        import ctypes
+
+        lib = ctypes.CDLL(str(path))
+        self._prepare = getattr(lib, f"{entry.symbol}_prepare")
+        self._prepare.restype = ctypes.c_int
+        self._prepare.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        self.size = int(entry.constraints["params_bytes"])
+        # 64-byte aligned storage for Params (it holds 64-byte aligned TMA descriptors)
+        self._raw = (ctypes.c_uint8 * (self.size + 64))()
+        offset = (-ctypes.addressof(self._raw)) % 64
+        self.params = (ctypes.c_uint8 * self.size).from_buffer(self._raw, offset)
+        self.grid = (ctypes.c_uint * 3)()
+        self.name = entry.name
+
+    def prepare(self, args, sm_count: int):
+        from runtime.errors import LaunchError
+
+        import ctypes
+
+        rc = self._prepare(ctypes.addressof(self.params), self.size, args["a"], args["a_scale"], args["ld_scale"],
+                           args["w"], args["w_scale"], args["out"], args["M"], args["N"], args["K"], sm_count,
+                           ctypes.addressof(self.grid))
+        if rc:
+            why = {1: "CUTLASS cannot implement this problem (alignment or shape)",
+                   2: "the Params buffer is too small", 3: "the instance asks for a device workspace"}.get(rc, rc)
+            raise LaunchError(f"{self.name}: host shim refused: {why}")
+        return self.params, (self.grid[0], self.grid[1], self.grid[2])
 
 
 def arch_for(cc: Tuple[int, int]) -> str:
@@ -88,7 +125,17 @@ class DeviceContext:
                 check(driver.cuFuncSetAttribute(
                     fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     e.dynamic_smem), "cuFuncSetAttribute", kernel=e.name, error=LoadError)
-            self.kernels.setdefault(e.family, []).append(LoadedKernel(e, fn))
+            shim = None
+            if e.shim:
+                shim_path = build_dir() / e.shim
+                try:
+                    shim_bytes = shim_path.read_bytes()
+                except FileNotFoundError:
+                    raise LoadError(f"host shim for {e.name} is missing at {shim_path}; run `{rebuild}`") from None
+                if hashlib.sha256(shim_bytes).hexdigest() != e.shim_sha256:
+                    raise LoadError(f"host shim {shim_path} does not match the manifest's sha256; run `{rebuild}`")
+                shim = HostShim(shim_path, e)
+            self.kernels.setdefault(e.family, []).append(LoadedKernel(e, fn, shim))
 
 
 class _CurrentContext:

@@ -18,7 +18,7 @@ from runtime.errors import LoadError
 SCHEMA = 1
 
 # ABI kinds: how the loader packs each parameter.
-ABI_KINDS = ("ptr", "i32", "f32")
+ABI_KINDS = ("ptr", "i32", "f32", "blob")  # blob: a Params struct the instance's host shim fills
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +40,8 @@ class KernelEntry:
     source_sha256: str
     cubin: str                  # relative to the build directory
     cubin_sha256: str
+    shim: str = ""              # host shim library (CUTLASS instances), relative to the build directory
+    shim_sha256: str = ""
 
     def to_json(self) -> Dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -50,10 +52,11 @@ class KernelEntry:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "KernelEntry":
         fields = {f.name for f in dataclasses.fields(cls)}
-        missing = fields - d.keys()
+        optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+        missing = fields - optional - d.keys()
         if missing:
             raise LoadError(f"manifest entry {d.get('name', '?')} lacks {sorted(missing)}")
-        d = {k: d[k] for k in fields}
+        d = {k: d[k] for k in fields if k in d}
         d["abi"] = tuple((str(n), str(k)) for n, k in d["abi"])
         for _, kind in d["abi"]:
             if kind not in ABI_KINDS:

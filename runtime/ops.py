@@ -173,3 +173,27 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
     k = _only(entries, "w8a16_gemv")[0]
     return _w8a16("w8a16_gemv", "w8a16_gemv", entries, x, w, w_scale, out, device,
                   max_m=k.constraints["max_m"], instance=instance)
+
+
+def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+                 instance: Optional[str] = None) -> Launch:
+    """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
+    scales are MN-major [K/128, M_pad] (token index contiguous, M_pad >= M a
+    multiple of 4), as quant_group writes them. The host shim builds Params
+    and the grid at launch."""
+    op = "w8a8_cutlass"
+    a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
+    w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
+    M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
+    G, m_pad = a_scale.shape
+    v.require(op, G == K // v.BLOCK, f"a_scale must be MN-major [K/128={K // v.BLOCK}, M_pad], got {a_scale.shape}")
+    v.require(op, m_pad >= M and m_pad % 4 == 0,
+              f"a_scale's M_pad must be >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(G, m_pad), device=device)
+    Ws, WSs = _weight(op, w, w_scale, N, K, device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    found = _only(entries, "w8a8_cutlass")
+    k = _instance(found, M, instance) if instance else found[0]
+    return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
+                                     out=Os.ptr, M=M, N=N, K=K))

@@ -6,12 +6,23 @@ from __future__ import annotations
 from typing import List, Optional
 
 from runtime import ops
-from runtime.select import ARM_W8A16_GEMV, Decision
+from runtime.select import ARM_W8A8_FAST, ARM_W8A16_GEMV, Decision
 from runtime.weights import BLOCK, Fp8Weight
+
+
+def activation_scales(workspace, d: Decision, M: int, K: int):
+    """The scale view a W8A8 arm reads: MN-major for the fast (CUTLASS) arm,
+    token-major for the in-tree one. quant_group writes either."""
+    if d.arm == ARM_W8A8_FAST:
+        return workspace.scales_mn_major(M, K)
+    return workspace.scales(M, K)
 
 
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,
                      device: Optional[int]) -> List[ops.Launch]:
+    if d.arm == ARM_W8A8_FAST:
+        return [ops.w8a8_cutlass(entries, q, scale, weight.weight, weight.scale, out, device=device,
+                                 instance=d.instance)]
     if d.w8a8:
         return [ops.w8a8_mma(entries, q, scale, weight.weight, weight.scale, out, device=device,
                              instance=d.instance)]

@@ -174,9 +174,12 @@ def _clauses(m: int, s: Shard, weight_format: str, knobs: Knobs, levers: Levers,
 
 
 def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch: str,
-                  out_rows: Optional[int]) -> Tuple[List[Clause], Optional[KernelEntry]]:
+                  out_rows: Optional[int], dispatch: Dict) -> Tuple[List[Clause], Optional[KernelEntry]]:
     """The fast instance's own constraints, from its manifest entry."""
     candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, [])]
+    # the dispatch table's pick first, then the rest in manifest order
+    preferred = {choose(entries[fam], dispatch, m, s.n, s.k).name for fam in FAST_FAMILIES if entries.get(fam)}
+    candidates.sort(key=lambda e: e.name not in preferred)
     if not candidates:
         return [Clause("fast_instance_built", False,
                        f"no {' / '.join(FAST_FAMILIES)} instance is built for {arch}", "")], None
@@ -214,7 +217,7 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     notes: List[str] = []
     fast_clauses: List[Clause] = []
     if all(c.holds for c in clauses):
-        fast_clauses, fast = _fast_clauses(m, s, entries, arch, out_rows)
+        fast_clauses, fast = _fast_clauses(m, s, entries, arch, out_rows, dispatch)
         if fast is not None:
             return Decision(m, s, weight_format, ARM_W8A8_FAST, fast.name, tuple(clauses), tuple(fast_clauses))
         if entries.get(IN_TREE_FAMILY):

@@ -13,6 +13,10 @@ def _up(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
 
+def _pad4(m: int) -> int:
+    return -(-m // 4) * 4
+
+
 class Workspace:
     """Scratch for up to `max_m` tokens: the activation quantization of up to
     `max_k` channels (e4m3 bytes + token-major f32 scales) and, when
@@ -27,7 +31,8 @@ class Workspace:
         self.rt, self.max_m, self.max_k, self.ffn_intermediate = rt, max_m, max_k, ffn_intermediate
         self.quant_k = max(max_k, ffn_intermediate)
         q_bytes = _up(max_m * self.quant_k)
-        s_bytes = _up(max_m * (self.quant_k // _BLOCK) * 4)
+        # room for MN-major scales too: [K/128, M_pad], M padded to 4 tokens
+        s_bytes = _up(_pad4(max_m) * (self.quant_k // _BLOCK) * 4)
         ffn_bytes = _up(max_m * ffn_intermediate * 2)
         self._offsets = {"q": 0, "scale": q_bytes, "gate": q_bytes + s_bytes, "up": q_bytes + s_bytes + ffn_bytes}
         self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes
@@ -46,6 +51,10 @@ class Workspace:
 
     def scales(self, M: int, K: int) -> DeviceArray:
         return self._view("scale", M, K, self.quant_k, (M, K // _BLOCK), "f32")
+
+    def scales_mn_major(self, M: int, K: int) -> DeviceArray:
+        """The same region as MN-major [K/128, M_pad] (M_pad = M rounded up to 4)."""
+        return self._view("scale", M, K, self.quant_k, (K // _BLOCK, _pad4(M)), "f32")
 
     def ffn_gate(self, M: int, intermediate: int) -> DeviceArray:
         return self._view("gate", M, intermediate, self.ffn_intermediate, (M, intermediate), "bf16")

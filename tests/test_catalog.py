@@ -10,11 +10,24 @@ from gen.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
 
-FAMILIES = {"quant_group", "quant_silu_mul", "scale_mn_major", "w8a8_mma", "w8a16_gemm", "w8a16_gemv"}
+FAMILIES = {"quant_group", "quant_silu_mul", "scale_mn_major", "w8a8_mma", "w8a8_cutlass", "w8a16_gemm",
+            "w8a16_gemv"}
 
 
 def test_sm90a_lists_every_family():
     assert {s.family for s in specs_for("sm_90a")} == FAMILIES
+
+
+def test_cutlass_tiles_the_collective_cannot_hold_are_refused():
+    from gen.catalog import W8A8CutlassSpec
+
+    hw = load_hardware("sm_90a")
+    with pytest.raises(CatalogError, match="divide 128"):
+        W8A8CutlassSpec(arch="sm_90a", tile_n=256).check(hw)
+    with pytest.raises(CatalogError, match="two warpgroups"):
+        W8A8CutlassSpec(arch="sm_90a", tile_m=64).check(hw)
+    with pytest.raises(CatalogError, match="needs wgmma"):
+        W8A8CutlassSpec(arch="sm_89").check(load_hardware("sm_89"))
 
 
 def test_sm100a_has_no_emulated_mma():

@@ -72,6 +72,19 @@ def test_every_sm90a_kernel_is_clean(sm90a_built):
         assert not re.search(r"\b(LDL|STL)\b", text), f"{spec.name} uses local memory"
 
 
+def test_cutlass_instances_run_fp8_wgmma_and_ship_a_shim(sm90a_built):
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    cutlass = [e for e in entries if e.family == "w8a8_cutlass"]
+    assert cutlass, "HARDWARE.toml lists w8a8_cutlass instances for sm_90a"
+    for e in cutlass:
+        assert "QGMMA" in sass(sm90a_built / f"{e.name}.cubin"), e.name
+        assert e.shim and (build_dir() / e.shim).is_file() and len(e.shim_sha256) == 64
+        assert e.constraints["params_bytes"] > 0 and e.threads == 384
+
+
 @pytest.mark.parametrize("arch", sorted(MMA_SASS))
 def test_w8a8_mma_sass(arch):
     # A smoke subset for the arches CI does not build whole: the mma GEMMs.

@@ -73,7 +73,8 @@ def test_dense_ffn_prefill_meets_design_gates(rt, gen, ffn, M):
     assert cos >= 0.999 and rel_rms <= bound, (cos, rel_rms)
     assert out.canaries_intact()
     arms = {d.arm for d in decisions}
-    assert arms == ({"W8A16 GEMV"} if M <= 4 else {"W8A8 in-tree"})
+    w8a8 = "W8A8 fast" if rt.entries.get("w8a8_cutlass") else "W8A8 in-tree"
+    assert arms == ({"W8A16 GEMV"} if M <= 4 else {w8a8})
 
 
 def test_quant_silu_mul_is_bit_exact_with_the_unfused_pipeline(rt, gen):
@@ -139,7 +140,7 @@ def test_linear_routes_logs_and_counts(rt, gen, caplog):
     y16 = torch.empty_like(y8)
     rt.ledger.reset()
     with rt.workspace(333, 1024) as ws:
-        assert rt.linear(x, w, y8, ws).arm == "W8A8 in-tree"
+        assert rt.linear(x, w, y8, ws).w8a8
         with env.override(w8a16_only=True):
             assert rt.linear(x, w, y16, ws).arm == "W8A16 GEMM"
         torch.cuda.synchronize()
@@ -147,9 +148,10 @@ def test_linear_routes_logs_and_counts(rt, gen, caplog):
     assert (a @ b / a.norm() / b.norm()).item() >= 0.999
     snap = rt.ledger.snapshot()
     assert snap["entries"] == 2 and snap["gate_off"] == 1
-    assert snap["hits"] == {"W8A8 in-tree": 1, "W8A16 GEMM": 1}
+    w8a8 = "W8A8 fast" if rt.entries.get("w8a8_cutlass") else "W8A8 in-tree"
+    assert snap["hits"] == {w8a8: 1, "W8A16 GEMM": 1}
     msgs = [r.getMessage() for r in caplog.records if r.name == "fp8gen.route"]
-    assert any("W8A8 in-tree" in m for m in msgs) and any("kill_switch failed" in m for m in msgs)
+    assert any(w8a8 in m for m in msgs) and any("kill_switch failed" in m for m in msgs)
 
 
 def test_per_row_weight_never_reaches_a_block_kernel(rt, gen):

@@ -23,7 +23,15 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 @pytest.fixture(scope="module")
 def entries(sm90a_entries):
-    return sm90a_entries
+    """sm_90a without its fast family: the in-tree arm's rule."""
+    return {k: v for k, v in sm90a_entries.items() if k not in select.FAST_FAMILIES}
+
+
+def test_a_built_fast_family_takes_the_w8a8_route(sm90a_entries):
+    d = select.decide(949, 17408, 5120, weight_format="block", knobs=Knobs(), levers=select.Levers(),
+                      available=select.Availability(quantizer=True, scratch=True), entries=sm90a_entries,
+                      arch="sm_90a")
+    assert d.arm == select.ARM_W8A8_FAST and d.instance.startswith("w8a8_cutlass_")
 
 
 def decide(entries, m=949, n=17408, k=5120, **over):

@@ -90,8 +90,9 @@ def _activations(ctx: Context, M: int, K: int, count: int):
     for _ in range(count):
         x = with_outliers((M, K), ctx.gen).to(torch.bfloat16)
         a_q, a_s = quantize_act(x)
-        out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn),
-                        a_s_mn=a_s.t().contiguous().t()))
+        a_s_gm = a_s.t().contiguous()  # MN-major [K/128, M]: token index contiguous
+        out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn), a_s_gm=a_s_gm,
+                        a_s_mn=a_s_gm.t()))
     return out
 
 
@@ -122,6 +123,10 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         for inst in _instances(ctx, "w8a8_mma", M, N, K):
             run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
                                                                        instance=i), ref_w8a8)
+    if ctx.want("w8a8_cutlass") and M % 4 == 0:  # unpadded MN-major scales need M % 4 == 0
+        for inst in _instances(ctx, "w8a8_cutlass", M, N, K):
+            run("w8a8_cutlass", inst, lambda a, w, o, i=inst: rt.w8a8_cutlass(a["a_q"], a["a_s_gm"], w["w_q"],
+                                                                               w["w_s"], o, instance=i), ref_w8a8)
     if ctx.want("w8a16_gemm") and M > 4:
         for inst in _instances(ctx, "w8a16_gemm", M, N, K):
             run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,
