@@ -72,11 +72,13 @@ typename G::Kernel::Arguments arguments(const void* a, const float* sfa, int ld_
   auto stride_b = cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, cute::make_shape(N, K, 1));
   auto stride_d = cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, cute::make_shape(M, N, 1));
   // ScaleConfig::tile_atom_to_shape_SFA would pack the K-block stride to M;
-  // the caller's leading dimension may be padded, so the layout is spelled out:
-  // ((1, M), (128, K/128), 1) with token stride 1 and K-block stride ld_sfa.
+  // the caller's leading dimension is padded, so the layout is spelled out:
+  // ((1, ld_sfa), (128, K/128), 1), token stride 1, K-block stride ld_sfa.
+  // The token extent is ld_sfa too: the collective loads scale rows by TMA,
+  // which needs 16-byte extents, and the pad tokens' scales exist (zeros).
   const int kblocks = K / 128;
   typename G::LayoutSFA layout_sfa{
-      cute::make_shape(cute::make_shape(cute::_1{}, M), cute::make_shape(cute::_128{}, kblocks), 1),
+      cute::make_shape(cute::make_shape(cute::_1{}, ld_sfa), cute::make_shape(cute::_128{}, kblocks), 1),
       cute::make_stride(cute::make_stride(cute::_0{}, cute::_1{}), cute::make_stride(cute::_0{}, ld_sfa),
                         ld_sfa * kblocks)};
   auto layout_sfb = G::ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(M, N, K, 1));
