@@ -252,33 +252,42 @@ class W8A16GemvSpec(KernelSpec):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class W8A8CutlassSpec(KernelSpec):
-    """CUTLASS 4.2's sm90 FP8 blockwise GEMM (1x128 / 128x128 scales), one
-    tile/cluster/schedule per instance; built as a cubin plus a host shim."""
+    """CUTLASS 4.2's FP8 blockwise GEMM (1x128 / 128x128 scales) for the
+    arch's collective (HARDWARE.toml `cutlass_arch`: 90 wgmma, 100 tcgen05,
+    120 GeForce/GB10), one tile/cluster/schedule per instance; built as a
+    cubin plus a host shim that reports the launch resources."""
     tile_m: int = 128
     tile_n: int = 128
     cluster_m: int = 1
     cluster_n: int = 1
     schedule: str = "cooperative"
+    cutlass_arch: int = 90  # injected from HARDWARE.toml, not listed per instance
 
     family: ClassVar[str] = "w8a8_cutlass"
-    header: ClassVar[str] = "fp8gen/cutlass_sm90_blockwise.cuh"
+    header: ClassVar[str] = "fp8gen/cutlass_blockwise.cuh"
     in_dtypes: ClassVar[Tuple[str, ...]] = ("float8_e4m3fn", "float8_e4m3fn")
     out_dtype: ClassVar[str] = "bfloat16"
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
     uses_cutlass: ClassVar[bool] = True
-    SCHEDULES: ClassVar[Dict[str, str]] = {"cooperative": "coop", "pingpong": "pp"}
+    # schedule -> (name tag, C++ enumerator, the CUTLASS arches that have it)
+    SCHEDULES: ClassVar[Dict[str, Tuple[str, str, Tuple[int, ...]]]] = {
+        "cooperative": ("coop", "kCooperative", (90, 120)), "pingpong": ("pp", "kPingpong", (90, 120)),
+        "1sm": ("1sm", "k1Sm", (100,)), "2sm": ("2sm", "k2Sm", (100,))}
 
     def tag(self) -> str:
-        return (f"{self.tile_m}x{self.tile_n}x{BLOCK_K}_c{self.cluster_m}x{self.cluster_n}_"
-                f"{self.SCHEDULES.get(self.schedule, self.schedule)}")
-
-    @property
-    def abi(self) -> Tuple[Tuple[str, str], ...]:
-        return (("params", "blob"),)
+        sched = self.SCHEDULES[self.schedule][0] if self.schedule in self.SCHEDULES else self.schedule
+        return f"{self.tile_m}x{self.tile_n}x{BLOCK_K}_c{self.cluster_m}x{self.cluster_n}_{sched}"
 
     @property
     def threads(self) -> int:
-        return 384  # one producer and two consumer warpgroups (both schedules); the shim confirms
+        return 0  # the host shim reports it after the build (the manifest records it)
+
+    def params(self) -> Dict[str, Any]:
+        return {k: v for k, v in super().params().items() if k != "cutlass_arch"}
+
+    def template_vars(self) -> Dict[str, Any]:
+        return dict(super().template_vars(), cutlass_arch=self.cutlass_arch,
+                    schedule_enum=self.SCHEDULES[self.schedule][1])
 
     def constraints(self) -> Dict[str, Any]:
         # MN-major activation scales with a 16-byte aligned leading dimension (M padded to 4),
@@ -290,12 +299,15 @@ class W8A8CutlassSpec(KernelSpec):
         super().check(hw)
         if self.schedule not in self.SCHEDULES:
             raise CatalogError(f"{self.name}: schedule must be one of {sorted(self.SCHEDULES)}")
-        if not hw.features.get("wgmma"):
+        if self.cutlass_arch not in self.SCHEDULES[self.schedule][2]:
+            raise CatalogError(f"{self.name}: CUTLASS arch {self.cutlass_arch} has no {self.schedule} blockwise "
+                               f"schedule")
+        if self.cutlass_arch == 90 and not hw.features.get("wgmma"):
             raise CatalogError(f"{self.name}: the sm90 blockwise collective needs wgmma ({hw.arch} has none)")
-        if self.schedule == "cooperative" and self.tile_m % 128:
+        if self.cutlass_arch == 90 and self.schedule == "cooperative" and self.tile_m % 128:
             raise CatalogError(f"{self.name}: the cooperative schedule splits tile_m over two warpgroups (>= 128)")
         if 128 % self.tile_n:
-            # CUTLASS 4.2's sm90 blockwise collective holds one weight scale per tile in N
+            # CUTLASS 4.2's blockwise collectives hold one weight scale per tile in N
             raise CatalogError(f"{self.name}: tile_n must divide 128 (one weight-scale block per tile)")
 
 
@@ -306,6 +318,8 @@ FAMILIES: Dict[str, Type[KernelSpec]] = {
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.
 _FIELD_ALIASES = {"threads": "threads_per_block"}
+# Filled from HARDWARE.toml's top level, never listed per instance.
+_INJECTED = {"cutlass_arch"}
 
 
 def specs_for(arch: str) -> List[KernelSpec]:
@@ -320,7 +334,11 @@ def specs_for(arch: str) -> List[KernelSpec]:
         field_names = {f.name for f in dataclasses.fields(cls)} - {"arch"}
         for row in rows:
             kwargs = {_FIELD_ALIASES.get(k, k): v for k, v in row.items()}
-            unknown = set(kwargs) - field_names
+            unknown = set(kwargs) - field_names - _INJECTED
+            if "cutlass_arch" in field_names:
+                if hw.cutlass_arch is None:
+                    raise CatalogError(f"{arch}: {family} needs `cutlass_arch` in HARDWARE.toml")
+                kwargs["cutlass_arch"] = hw.cutlass_arch
             if unknown:
                 raise CatalogError(f"{arch}: {family} instance has unknown keys {sorted(unknown)}")
             spec = cls(arch=arch, **kwargs)

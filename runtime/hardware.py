@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +29,7 @@ class Hardware:
     defaults: Dict[str, Any]
     roofline: Dict[str, Any]
     dispatch: Dict[str, List[Dict[str, Any]]]  # family -> measured rules (gen tune)
+    cutlass_arch: Optional[int] = None  # CUTLASS's arch tag for this target's collectives
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -58,6 +59,7 @@ def load_hardware(arch: str) -> Hardware:
             defaults=dict(doc.get("defaults", {})),
             roofline=dict(doc.get("roofline", {})),
             dispatch={k: list(v) for k, v in doc.get("dispatch", {}).items()},
+            cutlass_arch=doc.get("cutlass_arch"),
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

@@ -105,6 +105,21 @@ def test_smoke_quantizer_and_w8a16_build(arch):
     build_arch(arch, patterns=["quant_group", "w8a16_gemv"], echo=QUIET)
 
 
+# Each arch's CUTLASS collective shows its own FP8 tensor-core instruction.
+CUTLASS_SASS = {"sm_100a": "UTCQMMA", "sm_120a": "QMMA.16832.F32.E4M3.E4M3"}
+
+
+@pytest.mark.parametrize("arch", sorted(CUTLASS_SASS))
+def test_smoke_cutlass_build_and_sass(arch):
+    # One instance per arch keeps CI bounded (~1-2 min each); the rest are built locally.
+    spec = next(s for s in specs_for(arch) if s.family == "w8a8_cutlass")
+    build_arch(arch, patterns=[spec.name], echo=QUIET)
+    text = sass(build_dir() / arch / f"{spec.name}.cubin")
+    assert CUTLASS_SASS[arch] in text, f"{spec.name}: {CUTLASS_SASS[arch]} missing from SASS"
+    assert not re.search(r"\b(LDL|STL)\b", text)
+    assert (build_dir() / arch / f"{spec.name}.so").is_file()
+
+
 def test_empty_filter_is_an_error():
     with pytest.raises(CatalogError, match="no kernel matches"):
         build_arch("sm_90a", patterns=["no_such_kernel*"], echo=QUIET)

@@ -1,8 +1,9 @@
-// sm_90a W8A8 block-scaled GEMM from CUTLASS 4.2's FP8 blockwise collectives
-// (headers from the nvidia-cutlass package). One header serves both builds
-// of an instance: the cubin (the kernel) and the host shim (FP8GEN_HOST_SHIM:
-// Params, grid and sizes for the runtime, through ctypes), so both see the
-// same Params layout.
+// W8A8 block-scaled GEMMs from CUTLASS 4.2's FP8 blockwise collectives
+// (headers from the nvidia-cutlass package): sm90 (wgmma), sm100 (tcgen05,
+// 1-SM and 2-SM) and sm120/sm121 (GeForce/GB10 blockwise). One header serves
+// both builds of an instance: the cubin (the kernel) and the host shim
+// (FP8GEN_HOST_SHIM: Params, grid and sizes for the runtime, through ctypes),
+// so both see the same Params layout.
 //
 // Numerics: A [M,K] e4m3 row-major with 1x128 scales MN-major (token index
 // contiguous, leading dimension ld_sfa >= M); B = W [N,K] e4m3 (K contiguous)
@@ -21,11 +22,55 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <cutlass/util/packed_stride.hpp>
 
-namespace fp8gen::cutlass_sm90 {
+namespace fp8gen::cutlass_blockwise {
 
-template <int TILE_M, int TILE_N, int CLUSTER_M, int CLUSTER_N, bool PINGPONG>
+enum Schedule : int { kCooperative = 0, kPingpong = 1, k1Sm = 2, k2Sm = 3 };
+
+// Per-arch collective choices: the arch tag, the mainloop and epilogue
+// schedules, and the scale layouts (activation scales MN-major, weight
+// scales K-major: the checkpoint's grid as it is).
+template <int ARCH, int SCHEDULE>
+struct ArchTraits;
+
+template <int SCHEDULE>
+struct ArchTraits<90, SCHEDULE> {
+  static_assert(SCHEDULE == kCooperative || SCHEDULE == kPingpong, "sm90: cooperative or ping-pong");
+  using Tag = cutlass::arch::Sm90;
+  using Mainloop = cute::conditional_t<SCHEDULE == kPingpong, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise,
+                                       cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise>;
+  using Epilogue = cute::conditional_t<SCHEDULE == kPingpong, cutlass::epilogue::TmaWarpSpecialized,
+                                       cutlass::epilogue::TmaWarpSpecializedCooperative>;
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN,
+                                                                cute::GMMA::Major::K>;
+};
+
+template <int SCHEDULE>
+struct ArchTraits<100, SCHEDULE> {
+  static_assert(SCHEDULE == k1Sm || SCHEDULE == k2Sm, "sm100: 1-SM or 2-SM");
+  using Tag = cutlass::arch::Sm100;
+  using Mainloop = cute::conditional_t<SCHEDULE == k2Sm, cutlass::gemm::KernelTmaWarpSpecializedBlockwise2SmSm100,
+                                       cutlass::gemm::KernelTmaWarpSpecializedBlockwise1SmSm100>;
+  using Epilogue = cute::conditional_t<SCHEDULE == k2Sm, cutlass::epilogue::TmaWarpSpecialized2Sm,
+                                       cutlass::epilogue::TmaWarpSpecialized1Sm>;
+  using ScaleConfig = cutlass::detail::Sm100BlockwiseScaleConfig<1, 128, 128, cute::UMMA::Major::MN,
+                                                                 cute::UMMA::Major::K>;
+};
+
+template <int SCHEDULE>
+struct ArchTraits<120, SCHEDULE> {
+  static_assert(SCHEDULE == kCooperative || SCHEDULE == kPingpong, "sm120: cooperative or ping-pong");
+  using Tag = cutlass::arch::Sm120;
+  using Mainloop = cute::conditional_t<SCHEDULE == kPingpong, cutlass::gemm::KernelTmaWarpSpecializedBlockwisePingpongSm120,
+                                       cutlass::gemm::KernelTmaWarpSpecializedBlockwiseCooperativeSm120>;
+  using Epilogue = cutlass::epilogue::collective::EpilogueScheduleAuto;
+  using ScaleConfig = cutlass::detail::Sm120BlockwiseScaleConfig<1, 128, 128, cute::UMMA::Major::MN,
+                                                                 cute::UMMA::Major::K>;
+};
+
+template <int ARCH, int TILE_M, int TILE_N, int CLUSTER_M, int CLUSTER_N, int SCHEDULE>
 struct BlockwiseGemm {
   static_assert(128 % TILE_N == 0, "the collective holds one weight scale (128 output channels) per tile in N");
+  using Traits = ArchTraits<ARCH, SCHEDULE>;
   using ElementA = cutlass::float_e4m3_t;
   using ElementB = cutlass::float_e4m3_t;
   using ElementD = cutlass::bfloat16_t;
@@ -36,27 +81,21 @@ struct BlockwiseGemm {
   static constexpr int kAlignD = 8;
   using TileShape = cute::Shape<cute::Int<TILE_M>, cute::Int<TILE_N>, cute::_128>;
   using ClusterShape = cute::Shape<cute::Int<CLUSTER_M>, cute::Int<CLUSTER_N>, cute::_1>;
-  // Per-token activation scales (1 x 128, MN-major), 128 x 128 weight scales (K-major).
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN,
-                                                                cute::GMMA::Major::K>;
+  using ScaleConfig = typename Traits::ScaleConfig;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
-  using KernelSchedule = cute::conditional_t<PINGPONG, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8Blockwise,
-                                             cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8Blockwise>;
-  using EpilogueSchedule = cute::conditional_t<PINGPONG, cutlass::epilogue::TmaWarpSpecialized,
-                                               cutlass::epilogue::TmaWarpSpecializedCooperative>;
   // D = acc: a plain bf16 store, no source tensor (ElementC = void).
   using Fusion = cutlass::epilogue::fusion::LinearCombination<ElementD, float, void, float>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      typename Traits::Tag, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, ElementD, LayoutD,
-      kAlignD, EpilogueSchedule, Fusion>::CollectiveOp;
+      kAlignD, typename Traits::Epilogue, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, cute::tuple<LayoutA, LayoutSFA>, kAlignAB,
+      typename Traits::Tag, cutlass::arch::OpClassTensorOp, ElementA, cute::tuple<LayoutA, LayoutSFA>, kAlignAB,
       ElementB, cute::tuple<LayoutB, LayoutSFB>, kAlignAB, float, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
-      KernelSchedule>::CollectiveOp;
+      typename Traits::Mainloop>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
   using Params = typename Kernel::Params;
 };
@@ -126,4 +165,4 @@ struct Shim {
 };
 #endif
 
-}  // namespace fp8gen::cutlass_sm90
+}  // namespace fp8gen::cutlass_blockwise
