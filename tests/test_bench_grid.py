@@ -45,3 +45,9 @@ def test_ratio_table_divides_by_cublaslt():
     doc = {"rows": [_row(impl="cublaslt_block", tflops=100.0), _row(tflops=150.0)]}
     table = ratio_table(doc)
     assert "150 (1.50)" in table
+
+
+def test_ratio_table_takes_each_family_s_fastest_instance():
+    doc = {"rows": [_row(impl="cublaslt_block", tflops=100.0), _row(kernel="fast", us=1.0, tflops=150.0),
+                    _row(kernel="slow", us=3.0, tflops=50.0)]}
+    assert "150 (1.50)" in ratio_table(doc) and "(0.50)" not in ratio_table(doc)

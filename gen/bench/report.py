@@ -18,10 +18,13 @@ def write_json(doc: Dict, path: Path) -> None:
 
 
 def _gemm_index(rows: List[Dict]) -> Dict[Tuple[int, int, int], Dict[str, Dict]]:
+    """(N, K, M) -> impl -> its fastest row (gen tune records every instance)."""
     index: Dict[Tuple[int, int, int], Dict[str, Dict]] = {}
     for r in rows:
         if r["op"] == "gemm":
-            index.setdefault((r["N"], r["K"], r["M"]), {})[r["impl"]] = r
+            point = index.setdefault((r["N"], r["K"], r["M"]), {})
+            if r["impl"] not in point or r["us"] < point[r["impl"]]["us"]:
+                point[r["impl"]] = r
     return index
 
 
