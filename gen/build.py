@@ -52,7 +52,10 @@ def select(specs: List[KernelSpec], patterns: Optional[List[str]]) -> List[Kerne
 
 
 def _run_ninja(directory: Path, targets: List[str], jobs: int, echo: Callable[[str], None]) -> None:
-    cmd = [ninja_binary(), "-C", str(directory), f"-j{jobs}", *targets]
+    try:
+        cmd = [ninja_binary(), "-C", str(directory), f"-j{jobs}", *targets]
+    except FileNotFoundError as e:
+        raise CompileError(str(e)) from None
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     captured = []
     for line in proc.stdout or ():
@@ -82,7 +85,10 @@ def shim_info(path: Path, symbol: str) -> Dict[str, object]:
 def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifest.KernelEntry:
     cubin = bdir / f"{spec.name}.cubin"
     log = (bdir / f"{spec.name}.ptxas.log").read_text()
-    res = parse(log)
+    try:
+        res = parse(log)
+    except ValueError as e:
+        raise CompileError(f"{spec.name}: {e}", source=str(source_path(spec)), stderr=log) from None
     bad = res.violations()
     if bad:
         raise CompileError(f"{spec.name} breaks the build rules: {'; '.join(bad)}",

@@ -157,21 +157,30 @@ def cmd_tune(args) -> int:
 
     record = Path(args.record) if args.record else hardware_toml(args.arch).parent / "bench-h200.json"
     if not args.from_record:
-        shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
+        try:
+            shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
+        except ValueError as e:
+            raise SystemExit(f"--shapes: {e}") from None
         rc = bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(ALL_ARMS),
                    out=record, md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
                    git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=True)
         if rc:
             print("some arm was wrong; the dispatch table and levers were not written", file=sys.stderr)
             return rc
-    doc = json.loads(record.read_text())
+    try:
+        doc = json.loads(record.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"cannot read the bench record {record}: {e}") from None
     try:
         rel = record.resolve().relative_to(REPO_ROOT)
     except ValueError:
         rel = record
     provenance = f"measured: {doc['gpu']}, {doc['date']}, {rel} (gen tune, git {doc['git_sha'][:10]})"
     text = tune.tuned_text(tune.derive_levers(doc["rows"]), tune.derive_dispatch(doc["rows"]), provenance)
-    tune.write_tuned(hardware_toml(args.arch), text)
+    try:
+        tune.write_tuned(hardware_toml(args.arch), text)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     print(text)
     print(f"wrote the levers and dispatch table into {hardware_toml(args.arch).relative_to(REPO_ROOT)} "
           f"({datetime.date.today().isoformat()})")

@@ -33,15 +33,18 @@ class Resources:
 
 
 def parse(log: str) -> Resources:
-    used = _USED.search(log)
-    frame = _FRAME.search(log)
-    if not used or not frame:
+    """Every function report in the log counts: registers are the largest,
+    spills, stack and shared memory the worst seen (a cubin may hold more
+    than the entry function)."""
+    used = [int(m.group(1)) for m in _USED.finditer(log)]
+    frames = [tuple(int(g) for g in m.groups()) for m in _FRAME.finditer(log)]
+    if not used or not frames:
         raise ValueError("no `ptxas -v` resource report in the compile log")
-    smem = _SMEM.search(log)
+    smem = [int(m.group(1)) for m in _SMEM.finditer(log)]
     return Resources(
-        registers=int(used.group(1)),
-        static_smem=int(smem.group(1)) if smem else 0,
-        stack_bytes=int(frame.group(1)),
-        spill_bytes=int(frame.group(2)) + int(frame.group(3)),
+        registers=max(used),
+        static_smem=max(smem, default=0),
+        stack_bytes=max(f[0] for f in frames),
+        spill_bytes=max(f[1] + f[2] for f in frames),
         warnings=[m.group(1).strip() for m in _WARN.finditer(log)],
     )

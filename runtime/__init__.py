@@ -76,7 +76,7 @@ class Runtime:
         return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(),
                              levers=Levers.from_defaults(cached_hardware(self.arch).defaults),
                              available=Availability(quantizer=bool(self.entries.get("quant_group")),
-                                                    scratch=workspace is not None),
+                                                    scratch=workspace is not None and workspace.fits(m, k)),
                              entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows,
                              dispatch=self.dispatch)
 
@@ -88,6 +88,8 @@ class Runtime:
 
         self.ledger.entry()
         op = "linear"
+        if not isinstance(weight, Fp8Weight):
+            v.fail(op, f"weight must be a runtime.Fp8Weight (Fp8Weight.from_checkpoint), got {type(weight).__name__}")
         x = v.matrix(op, "x", x)
         M, K = x.shape
         if K != weight.k:
@@ -99,8 +101,9 @@ class Runtime:
         plans = []
         q = s = None
         if d.w8a8:
-            q, s = workspace.quantized(M, K), activation_scales(workspace, d, M, K)
-            plans.append(ops.quant_group(self.entries, x, q, s, device=self.device))
+            q = workspace.quantized(M, K)
+            s, mn_major = activation_scales(workspace, d, M, K)
+            plans.append(ops.quant_group(self.entries, x, q, s, device=self.device, mn_major=mn_major))
         plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device)
         for p in plans:
             self.run_plan(p, stream)
@@ -122,8 +125,12 @@ class Runtime:
             check(driver.cuMemcpyDtoH(host.ctypes.data, arr.ptr, arr.numel * ITEMSIZE[arr.dtype]), "cuMemcpyDtoH")
         return host
 
-    def quant_group(self, x, q, scale, *, ue8m0: bool = False, eps: float = ops.DEFAULT_EPS, stream=None):
-        self._run(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device), stream)
+    def quant_group(self, x, q, scale, *, ue8m0: bool = False, eps: float = ops.DEFAULT_EPS,
+                    mn_major: Optional[bool] = None, stream=None):
+        """mn_major: scale is [K/128, M_pad] (True) or [M, K/128] (False); read
+        off the shape when omitted, and required when M == K/128."""
+        self._run(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device,
+                                  mn_major=mn_major), stream)
 
     def scale_mn_major(self, src, dst, *, stream=None):
         self._run(ops.scale_mn_major(self.entries, src, dst, device=self.device), stream)
@@ -148,9 +155,9 @@ class Runtime:
         self._run(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)
 
     def quant_silu_mul(self, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
-                       eps: float = ops.DEFAULT_EPS, stream=None):
+                       eps: float = ops.DEFAULT_EPS, mn_major: Optional[bool] = None, stream=None):
         self._run(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,
-                                     device=self.device), stream)
+                                     device=self.device, mn_major=mn_major), stream)
 
     def linear_w8a8(self, x, w, w_scale, out, workspace: Workspace, *, stream=None):
         """Quantize bf16 x into the workspace, then the in-tree W8A8 GEMM."""
@@ -159,7 +166,7 @@ class Runtime:
         q, s = workspace.quantized(M, K), workspace.scales(M, K)
         # Plan both launches before running either: a bad weight must not
         # leave a half-done op behind.
-        quant = ops.quant_group(self.entries, x, q, s, device=self.device)
+        quant = ops.quant_group(self.entries, x, q, s, device=self.device, mn_major=False)
         gemm = ops.w8a8_mma(self.entries, q, s, w, w_scale, out, device=self.device)
         self._run(quant, stream)
         self._run(gemm, stream)

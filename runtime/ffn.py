@@ -22,6 +22,9 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
     op = "dense_ffn_prefill"
     for _ in range(3):
         rt.ledger.entry()  # counted before any guard
+    for name, w in (("gate", gate), ("up", up), ("down", down)):
+        if not isinstance(w, Fp8Weight):
+            v.fail(op, f"{name} must be a runtime.Fp8Weight (Fp8Weight.from_checkpoint), got {type(w).__name__}")
     x = v.matrix(op, "x", x)
     M, H = x.shape
     I = gate.n
@@ -41,13 +44,15 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
     plans = []
     qx = sx = None
     if dg.w8a8 or du.w8a8:
-        qx, sx = workspace.quantized(M, H), activation_scales(workspace, dg if dg.w8a8 else du, M, H)
-        plans.append(ops.quant_group(entries, x, qx, sx, device=dev))
+        qx = workspace.quantized(M, H)
+        sx, mn_major = activation_scales(workspace, dg if dg.w8a8 else du, M, H)
+        plans.append(ops.quant_group(entries, x, qx, sx, device=dev, mn_major=mn_major))
     plans += projection_plans(entries, dg, x=x, q=qx, scale=sx, weight=gate, out=g, device=dev)
     plans += projection_plans(entries, du, x=x, q=qx, scale=sx, weight=up, out=u, device=dev)
     if dd.w8a8:
-        qh, sh = workspace.quantized(M, I), activation_scales(workspace, dd, M, I)
-        plans.append(ops.quant_silu_mul(entries, g, u, q=qh, scale=sh, device=dev))
+        qh = workspace.quantized(M, I)
+        sh, mn_major = activation_scales(workspace, dd, M, I)
+        plans.append(ops.quant_silu_mul(entries, g, u, q=qh, scale=sh, device=dev, mn_major=mn_major))
         plans += projection_plans(entries, dd, x=None, q=qh, scale=sh, weight=down, out=out, device=dev)
     else:
         plans.append(ops.quant_silu_mul(entries, g, u, h=g, device=dev))  # h in place of gate's output

@@ -51,8 +51,14 @@ def pack(kernel: LoadedKernel, args: Dict[str, object]):
 
 def launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
     if kernel.shim is not None:  # CUTLASS: the shim turns the plan's arguments into Params and a grid
-        params, grid = kernel.shim.prepare(args, ctx.sm_count)
-        args = {"params": params}
+        with kernel.shim.lock:
+            params, grid = kernel.shim.prepare(args, ctx.sm_count)
+            _launch(ctx, kernel, grid, {"params": params}, stream)
+        return
+    _launch(ctx, kernel, grid, args, stream)
+
+
+def _launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
     if min(grid) < 1:
         raise LaunchError(f"{kernel.name}: empty grid {grid}")
     values, pointers = pack(kernel, args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 from typing import Dict, List, Optional, Tuple
 
 from runtime import manifest
@@ -35,8 +36,11 @@ class HostShim:
     def __init__(self, path, entry: manifest.KernelEntry):
         import ctypes
 
-        lib = ctypes.CDLL(str(path))
-        self._prepare = getattr(lib, f"{entry.symbol}_prepare")
+        try:
+            lib = ctypes.CDLL(str(path))
+            self._prepare = getattr(lib, f"{entry.symbol}_prepare")
+        except (OSError, AttributeError) as e:
+            raise LoadError(f"host shim {path} of {entry.name} does not load: {e}") from None
         self._prepare.restype = ctypes.c_int
         self._prepare.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
@@ -48,6 +52,9 @@ class HostShim:
         self.params = (ctypes.c_uint8 * self.size).from_buffer(self._raw, offset)
         self.grid = (ctypes.c_uint * 3)()
         self.name = entry.name
+        # One Params buffer per instance: held from prepare() until the driver
+        # has copied the arguments, so concurrent launches cannot mix them.
+        self.lock = threading.Lock()
 
     def prepare(self, args, sm_count: int):
         from runtime.errors import LaunchError
@@ -92,11 +99,25 @@ class DeviceContext:
         self.sm_count = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.context = check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain",
                              error=LoadError)
-        self.arch = arch_for(self.compute_capability)
         self.kernels: Dict[str, List[LoadedKernel]] = {}
         self._modules = []
+        try:
+            self.arch = arch_for(self.compute_capability)
+            with self.current():
+                self._load_all()
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Unload the modules and release the primary context (a failed load,
+        or a host app that is done with this device)."""
         with self.current():
-            self._load_all()
+            for module in self._modules:
+                driver.cuModuleUnload(module)
+        self._modules = []
+        self.kernels = {}
+        driver.cuDevicePrimaryCtxRelease(self.device)
 
     def current(self):
         return _CurrentContext(self.context)

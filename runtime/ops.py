@@ -4,6 +4,7 @@ entries -- no GPU needed, so every refusal is testable anywhere."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from runtime import validate as v
@@ -32,28 +33,43 @@ def _only(entries: Dict[str, List[KernelEntry]], family: str) -> List[KernelEntr
     return found
 
 
-def _scales(op: str, scale, M: int, K: int, device) -> Tuple[object, int, int, bool]:
+def _scales(op: str, scale, M: int, K: int, device, mn_major: Optional[bool]) -> Tuple[object, int, int, bool]:
     """Token-major [M, K/128] or MN-major [K/128, M_pad] scales -> (array,
-    leading dimension, rows the launch covers, mn_major)."""
+    leading dimension, rows the launch covers, mn_major). The layout is read
+    off the shape only where the shape says it; when M == K/128 both layouts
+    have one shape and the caller must say which (mn_major=)."""
     G = K // v.BLOCK
     s_shape = scale.shape
-    mn_major = s_shape[0] == G and s_shape != (M, G)
+    if mn_major is None:
+        if M == G and s_shape == (M, G):
+            v.fail(op, f"scale {s_shape} could be token-major [M, K/128] or MN-major [K/128, M_pad] "
+                       f"(M == K/128 == {M}); pass mn_major=True or False")
+        mn_major = s_shape[0] == G and s_shape != (M, G)
     if mn_major:
+        v.require(op, len(s_shape) == 2 and s_shape[0] == G,
+                  f"MN-major scale must be [K/128={G}, M_pad], got {s_shape}")
         m_pad = s_shape[1]
         v.require(op, m_pad >= M and m_pad % 4 == 0,
                   f"MN-major scale [{G}, M_pad] needs M_pad >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
-        return v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device), m_pad, m_pad, True
-    return v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device), G, M, False
+        return (v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device, output=True), m_pad,
+                m_pad, True)
+    return (v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device, output=True), G, M,
+            False)
+
+
+# s = max(amax, eps) / 448 must stay a normal, finite float32 (its reciprocal is taken).
+_EPS_MIN, _EPS_MAX = 448 * 2.0**-126, 1e30
 
 
 def _quant_common(op: str, M: int, K: int, eps: float) -> None:
     v.require(op, M >= 1, f"M must be >= 1, got {M}")
     v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
-    v.require(op, eps > 0, f"eps must be positive, got {eps}")
+    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}] (eps/448 a normal float32), got {eps}")
 
 
 def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
-                device: Optional[int] = None) -> Launch:
+                device: Optional[int] = None, mn_major: Optional[bool] = None) -> Launch:
     """bf16 x[M,K] -> e4m3 q[M,K] + f32 scales, token-major [M, K/128] or
     MN-major [K/128, M_pad] (M_pad >= M, a multiple of 4; pad tokens get 0)."""
     op = "quant_group"
@@ -61,8 +77,8 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
     M, K = x.shape
     _quant_common(op, M, K, eps)
     xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
-    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device)
-    ss, ld, rows, mn_major = _scales(op, scale, M, K, device)
+    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+    ss, ld, rows, mn_major = _scales(op, scale, M, K, device, mn_major)
     k = _only(entries, "quant_group")[0]
     chunks = rows * (K // k.constraints["elems_per_thread"])
     return Launch(k, (_ceil(chunks, k.threads), 1, 1),
@@ -71,7 +87,7 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
 
 
 def quant_silu_mul(entries, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
-                   eps: float = DEFAULT_EPS, device: Optional[int] = None) -> Launch:
+                   eps: float = DEFAULT_EPS, device: Optional[int] = None, mn_major: Optional[bool] = None) -> Launch:
     """h = bf16(SiLU(gate) * up), and/or h quantized like quant_group (q and
     scale together). h may be `gate` itself (in place)."""
     op = "quant_silu_mul"
@@ -82,16 +98,17 @@ def quant_silu_mul(entries, gate, up, *, h=None, q=None, scale=None, ue8m0: bool
     v.require(op, (q is None) == (scale is None), "q and scale go together")
     gs = v.array(op, "gate", gate, dtypes=v.BF16, shape=(M, K), device=device)
     us = v.array(op, "up", up, dtypes=v.BF16, shape=(M, K), device=device)
-    hs = v.array(op, "h", v.matrix(op, "h", h), dtypes=v.BF16, shape=(M, K), device=device) if h is not None else None
-    rows, ld, mn_major, qs, ss = M, K // v.BLOCK, False, None, None
+    hs = (v.array(op, "h", v.matrix(op, "h", h), dtypes=v.BF16, shape=(M, K), device=device, output=True)
+          if h is not None else None)
+    rows, ld, qs, ss = M, K // v.BLOCK, None, None
     if q is not None:
-        qs = v.array(op, "q", v.matrix(op, "q", q), dtypes=v.E4M3, shape=(M, K), device=device)
-        ss, ld, rows, mn_major = _scales(op, v.matrix(op, "scale", scale), M, K, device)
+        qs = v.array(op, "q", v.matrix(op, "q", q), dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+        ss, ld, rows, mn_major = _scales(op, v.matrix(op, "scale", scale), M, K, device, mn_major)
     k = _only(entries, "quant_silu_mul")[0]
     chunks = rows * (K // k.constraints["elems_per_thread"])
     return Launch(k, (_ceil(chunks, k.threads), 1, 1),
                   dict(gate=gs.ptr, up=us.ptr, h=hs.ptr if hs else 0, q=qs.ptr if qs else 0,
-                       scale=ss.ptr if ss else 0, M=M, K=K, ld_scale=ld, mn_major=int(mn_major),
+                       scale=ss.ptr if ss else 0, M=M, K=K, ld_scale=ld, mn_major=int(bool(mn_major)),
                        ue8m0=int(bool(ue8m0)), eps=float(eps)))
 
 
@@ -104,7 +121,7 @@ def scale_mn_major(entries, src, dst, *, device: Optional[int] = None) -> Launch
     v.require(op, G2 == G, f"dst has {G2} groups, src has {G}")
     v.require(op, m_pad >= M, f"dst has room for {m_pad} tokens, src has {M}")
     s = v.array(op, "src", src, dtypes=v.F32, shape=(M, G), align=4, device=device)
-    d = v.array(op, "dst", dst, dtypes=v.F32, shape=(G, m_pad), align=4, device=device)
+    d = v.array(op, "dst", dst, dtypes=v.F32, shape=(G, m_pad), align=4, device=device, output=True)
     k = _only(entries, "scale_mn_major")[0]
     return Launch(k, (_ceil(G * m_pad, k.threads), 1, 1), dict(src=s.ptr, dst=d.ptr, M=M, G=G, M_pad=m_pad))
 
@@ -141,7 +158,7 @@ def w8a8_mma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = No
     As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(M, K // v.BLOCK), align=4, device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
-    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     k = _instance(_only(entries, "w8a8_mma"), M, instance)
     return Launch(k, _tile_grid(k, M, N), dict(a=As.ptr, a_scale=Ss.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr,
                                                 M=M, N=N, K=K))
@@ -155,7 +172,7 @@ def _w8a16(op, family, entries, x, w, w_scale, out, device, max_m=None, instance
         v.require(op, M <= max_m, f"M must be <= {max_m} (the decode GEMV), got {M}")
     Xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
-    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     k = _instance(_only(entries, family), M, instance)
     grid = _tile_grid(k, M, N) if family == "w8a16_gemm" else (_ceil(N, k.constraints["rows_per_block"]), 1, 1)
     return Launch(k, grid, dict(x=Xs.ptr, w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr, M=M, N=N, K=K))
@@ -192,7 +209,7 @@ def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] 
     As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(G, m_pad), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
-    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     found = _only(entries, "w8a8_cutlass")
     k = _instance(found, M, instance) if instance else found[0]
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,

@@ -11,11 +11,12 @@ from runtime.weights import BLOCK, Fp8Weight
 
 
 def activation_scales(workspace, d: Decision, M: int, K: int):
-    """The scale view a W8A8 arm reads: MN-major for the fast (CUTLASS) arm,
-    token-major for the in-tree one. quant_group writes either."""
+    """The scale view a W8A8 arm reads, and whether it is MN-major: the fast
+    (CUTLASS) arm reads [K/128, M_pad], the in-tree one [M, K/128].
+    quant_group writes either; the layout is passed to it, never guessed."""
     if d.arm == ARM_W8A8_FAST:
-        return workspace.scales_mn_major(M, K)
-    return workspace.scales(M, K)
+        return workspace.scales_mn_major(M, K), True
+    return workspace.scales(M, K), False
 
 
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,

@@ -25,6 +25,7 @@ class DeviceArray:
     strides: Tuple[int, ...]
     dtype: str
     device: Optional[int] = None  # CUDA ordinal when the producer says
+    readonly: bool = False        # the producer's read-only flag (CUDA array interface)
 
     @classmethod
     def raw(cls, ptr: int, shape: Sequence[int], dtype: str, strides: Optional[Sequence[int]] = None,
@@ -145,7 +146,7 @@ def _from_cai(obj, name: str) -> DeviceArray:
         if any(s % item for s in cai["strides"]):
             raise ValidationError(f"{name}: strides {cai['strides']} are not whole elements")
         strides = tuple(s // item for s in cai["strides"])
-    return DeviceArray(int(cai["data"][0]), shape, strides, dtype, None)
+    return DeviceArray(int(cai["data"][0]), shape, strides, dtype, None, bool(cai["data"][1]))
 
 
 _TORCH_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32", "torch.uint8": "u8",

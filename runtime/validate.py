@@ -26,7 +26,7 @@ def require(op: str, condition: bool, message: str) -> None:
 
 
 def array(op: str, name: str, obj, *, dtypes: Sequence[str], shape: Tuple[int, ...], align: int = 16,
-          device: Optional[int] = None) -> DeviceArray:
+          device: Optional[int] = None, output: bool = False) -> DeviceArray:
     """Adapts `obj` and checks dtype, exact shape, row-major contiguity,
     alignment and device. (Messages are formatted only on failure: this runs
     on every launch.)"""
@@ -43,6 +43,8 @@ def array(op: str, name: str, obj, *, dtypes: Sequence[str], shape: Tuple[int, .
         fail(op, f"{name} must be {align}-byte aligned, its address is {arr.ptr:#x}")
     if device is not None and arr.device is not None and arr.device != device:
         fail(op, f"{name} is on cuda:{arr.device}, this runtime runs on cuda:{device}")
+    if output and arr.readonly:
+        fail(op, f"{name} is written by the kernel but its producer marked it read-only")
     return arr
 
 

@@ -1,6 +1,8 @@
 """Caller-owned scratch: allocated once, up front, never on the launch path."""
 from __future__ import annotations
 
+import weakref
+
 from runtime.driver import check, driver
 from runtime.errors import ValidationError
 from runtime.tensors import DeviceArray
@@ -15,6 +17,11 @@ def _up(n: int) -> int:
 
 def _pad4(m: int) -> int:
     return -(-m // 4) * 4
+
+
+def _free(ctx, ptr: int) -> None:
+    with ctx.current():
+        check(driver.cuMemFree(ptr), "cuMemFree")
 
 
 class Workspace:
@@ -38,6 +45,12 @@ class Workspace:
         self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes
         with rt.ctx.current():
             self._ptr = int(check(driver.cuMemAlloc(self.nbytes), "cuMemAlloc"))
+        # Freed by close(), or when the workspace is garbage-collected.
+        self._finalizer = weakref.finalize(self, _free, rt.ctx, self._ptr)
+
+    def fits(self, M: int, K: int) -> bool:
+        """Whether a call with M tokens of K channels has room here."""
+        return bool(self._ptr) and M <= self.max_m and K <= self.quant_k
 
     def _view(self, region: str, M: int, K: int, limit_k: int, shape, dtype: str) -> DeviceArray:
         if not self._ptr:
@@ -64,8 +77,7 @@ class Workspace:
 
     def close(self) -> None:
         if self._ptr:
-            with self.rt.ctx.current():
-                check(driver.cuMemFree(self._ptr), "cuMemFree")
+            self._finalizer()
             self._ptr = 0
 
     def __enter__(self):

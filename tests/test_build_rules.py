@@ -71,6 +71,13 @@ def test_ptxas_spills_and_warnings_break_the_build():
     assert any("C7510" in x for x in parse(warned).violations())
 
 
+def test_ptxas_every_function_report_counts():
+    second = CLEAN.replace("'k'", "'helper'").replace("0 bytes stack frame, 0 bytes spill stores",
+                                                      "16 bytes stack frame, 8 bytes spill stores")
+    r = parse(CLEAN + second)
+    assert r.spill_bytes == 8 and r.stack_bytes == 16 and r.violations()
+
+
 def test_ptxas_without_report_is_an_error():
     with pytest.raises(ValueError):
         parse("nothing here")

@@ -49,6 +49,7 @@ def test_levers_cap_at_the_end_of_the_first_winning_run():
 def test_tuned_text_round_trips_through_hardware_toml(tmp_path, monkeypatch):
     import runtime.hardware as hw
 
+    original_instances = load_hardware("sm_90a").instances  # read before the path is redirected
     path = tmp_path / "sm_90a" / "HARDWARE.toml"
     path.parent.mkdir()
     path.write_text(hardware_toml("sm_90a").read_text())
@@ -61,7 +62,7 @@ def test_tuned_text_round_trips_through_hardware_toml(tmp_path, monkeypatch):
     h = hw.load_hardware("sm_90a")
     assert h.defaults["w8a8_prefill_max_m_widening"] == 512
     assert h.dispatch == rules
-    assert h.instances == load_hardware("sm_90a").instances
+    assert h.instances == original_instances and h.instances
 
 
 def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():

@@ -97,8 +97,9 @@ def test_quantizer_layouts_and_refusals(entries):
         ops.quant_group(entries, x, q, arr((56, 102), "f32"))
     with pytest.raises(ValidationError, match="K must be a multiple of 128"):
         ops.quant_group(entries, arr((M, 200), "bf16"), arr((M, 200), "e4m3"), arr((M, 2), "f32"))
-    with pytest.raises(ValidationError, match="eps must be positive"):
-        ops.quant_group(entries, x, q, arr((M, 56), "f32"), eps=0.0)
+    for eps in (0.0, -1.0, float("inf"), float("nan"), 1e-40, 1e39):
+        with pytest.raises(ValidationError, match="eps must be finite"):
+            ops.quant_group(entries, x, q, arr((M, 56), "f32"), eps=eps)
     with pytest.raises(ValidationError, match="q must have shape"):
         ops.quant_group(entries, x, arr((M, K // 2), "e4m3"), arr((M, 56), "f32"))
 
@@ -157,3 +158,27 @@ def test_torch_like_tensors_are_read_without_dlpack():
     Tensor.device = type("CPU", (), {"type": "cpu", "index": None})()
     with pytest.raises(ValidationError, match="must be on a CUDA device"):
         as_device_array(Tensor(), "w")
+
+
+def test_scale_layout_must_be_said_when_the_shape_cannot_tell(entries):
+    """M == K/128: [M, K/128] and [K/128, M] are one shape. Guessing would
+    make an MN-major consumer read token-major scales transposed."""
+    M2, K2 = 40, 5120
+    x, q, s = arr((M2, K2), "bf16"), arr((M2, K2), "e4m3"), arr((40, 40), "f32")
+    with pytest.raises(ValidationError, match="pass mn_major"):
+        ops.quant_group(entries, x, q, s)
+    assert ops.quant_group(entries, x, q, s, mn_major=True).args["mn_major"] == 1
+    assert ops.quant_group(entries, x, q, s, mn_major=False).args["mn_major"] == 0
+    with pytest.raises(ValidationError, match="pass mn_major"):
+        ops.quant_silu_mul(entries, arr((M2, K2), "bf16"), arr((M2, K2), "bf16"), q=q, scale=s)
+
+
+def test_read_only_outputs_are_refused(entries):
+    import dataclasses
+
+    class ReadOnly:
+        __cuda_array_interface__ = {"shape": (M, N), "typestr": "<u2", "data": (BASE, True), "version": 3}
+
+    assert as_device_array(ReadOnly(), "out").readonly
+    with pytest.raises(ValidationError, match="read-only"):
+        ops.w8a8_mma(entries, **gemm_args(out=dataclasses.replace(arr((M, N), "bf16"), readonly=True)))
