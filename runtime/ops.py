@@ -36,12 +36,13 @@ def _only(entries: Dict[str, List[KernelEntry]], family: str) -> List[KernelEntr
 def _scales(op: str, scale, M: int, K: int, device, mn_major: Optional[bool]) -> Tuple[object, int, int, bool]:
     """Token-major [M, K/128] or MN-major [K/128, M_pad] scales -> (array,
     leading dimension, rows the launch covers, mn_major). The layout is read
-    off the shape only where the shape says it; when M == K/128 both layouts
-    have one shape and the caller must say which (mn_major=)."""
+    off the shape only where the shape says it; when M == K/128 (and M % 4
+    == 0) both layouts have one shape and the caller must say which."""
     G = K // v.BLOCK
     s_shape = scale.shape
     if mn_major is None:
-        if M == G and s_shape == (M, G):
+        # MN-major needs M_pad % 4 == 0, so only then can [M, G] also be [G, M_pad]
+        if M == G and M % 4 == 0 and s_shape == (M, G):
             v.fail(op, f"scale {s_shape} could be token-major [M, K/128] or MN-major [K/128, M_pad] "
                        f"(M == K/128 == {M}); pass mn_major=True or False")
         mn_major = s_shape[0] == G and s_shape != (M, G)

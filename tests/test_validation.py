@@ -171,6 +171,9 @@ def test_scale_layout_must_be_said_when_the_shape_cannot_tell(entries):
     assert ops.quant_group(entries, x, q, s, mn_major=False).args["mn_major"] == 0
     with pytest.raises(ValidationError, match="pass mn_major"):
         ops.quant_silu_mul(entries, arr((M2, K2), "bf16"), arr((M2, K2), "bf16"), q=q, scale=s)
+    # M == K/128 == 1 cannot be MN-major (M_pad must be a multiple of 4): token-major, no question
+    one = ops.quant_group(entries, arr((1, 128), "bf16"), arr((1, 128), "e4m3"), arr((1, 1), "f32"))
+    assert one.args["mn_major"] == 0
 
 
 def test_read_only_outputs_are_refused(entries):
