@@ -36,3 +36,24 @@ def sm90a_entries():
     for e in kernels:
         out.setdefault(e.family, []).append(e)
     return out
+
+
+@pytest.fixture(scope="session")
+def rt():
+    """The runtime of the current CUDA device (GPU tests only)."""
+    import torch
+
+    import runtime
+
+    torch.cuda.init()
+    return runtime.load(torch.cuda.current_device())
+
+
+@pytest.fixture
+def gen():
+    """A CUDA generator with a fresh seed per test: new random data every run."""
+    import torch
+
+    g = torch.Generator(device="cuda")
+    g.manual_seed(torch.randint(0, 2**31, ()).item())
+    return g

@@ -20,21 +20,6 @@ SHAPES = [(17408, 5120), (5120, 17408), (2112, 7168), (24576, 1536), (32768, 512
           (7168, 2048)]
 
 
-@pytest.fixture(scope="module")
-def rt():
-    import runtime
-
-    torch.cuda.init()
-    return runtime.load(torch.cuda.current_device())
-
-
-@pytest.fixture(scope="module")
-def gen():
-    g = torch.Generator(device="cuda")
-    g.manual_seed(torch.randint(0, 2**31, ()).item())
-    return g
-
-
 QGMMA_ACC_BITS = 10  # see gpu_helpers.gemm_error_ok
 
 

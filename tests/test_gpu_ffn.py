@@ -17,20 +17,10 @@ HIDDEN, INTER = 5120, 17408
 
 
 @pytest.fixture(scope="module")
-def rt():
-    torch.cuda.init()
-    return runtime.load(torch.cuda.current_device())
+def ffn(rt):
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.randint(0, 2**31, ()).item())
 
-
-@pytest.fixture(scope="module")
-def gen():
-    g = torch.Generator(device="cuda")
-    g.manual_seed(torch.randint(0, 2**31, ()).item())
-    return g
-
-
-@pytest.fixture(scope="module")
-def ffn(rt, gen):
     def weight(n, k):
         q, s = quantize_weight(torch.randn(n, k, device="cuda", generator=gen) * 0.02)
         return q, s, runtime.Fp8Weight.from_checkpoint(q, s, rt=rt)

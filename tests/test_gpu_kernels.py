@@ -16,21 +16,6 @@ MS = [1, 3, 17, 100, 128, 1000]
 SHAPES = [(17408, 5120), (5120, 17408), (2112, 7168), (256, 512)]
 
 
-@pytest.fixture(scope="module")
-def rt():
-    import runtime
-
-    torch.cuda.init()
-    return runtime.load(torch.cuda.current_device())
-
-
-@pytest.fixture
-def gen():
-    g = torch.Generator(device="cuda")
-    g.manual_seed(torch.randint(0, 2**31, ()).item())  # fresh data each run, reproducible from the log
-    return g
-
-
 def _bf16(shape, gen):
     return with_outliers(shape, gen).to(torch.bfloat16)
 
