@@ -82,10 +82,16 @@ def cmd_show(args) -> int:
     if built is None:
         info["resources"] = f"not built: run `python -m gen build --arch {spec.arch}`"
     else:
+        # the built record wins: CUTLASS instances learn threads and smem from their shim
+        info.update(threads=built.threads, dynamic_smem=built.dynamic_smem, constraints=built.constraints)
         info["resources"] = {"registers": built.registers, "static_smem": built.static_smem,
-                             "spill_bytes": built.spill_bytes, "stack_bytes": built.stack_bytes}
+                             "spill_bytes": built.spill_bytes, "stack_bytes": built.stack_bytes,
+                             "cluster": list(built.cluster)}
         info["cubin"] = str(build_dir() / built.cubin)
         info["cubin_sha256"] = built.cubin_sha256
+        if built.shim:
+            info["shim"] = str(build_dir() / built.shim)
+            info["shim_sha256"] = built.shim_sha256
     print(json.dumps(info, indent=2))
     return 0
 

@@ -97,3 +97,16 @@ def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):
 def test_unknown_arch():
     with pytest.raises(CatalogError, match="unknown arch"):
         specs_for("sm_70")
+
+
+def test_show_reports_the_built_resources(capsys):
+    import json
+
+    from gen.cli import main
+
+    name = next(s.name for s in specs_for("sm_90a") if s.family == "w8a8_cutlass")
+    assert main(["show", name]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["name"] == name and info["source"].endswith(f"{name}.cu")
+    assert info["threads"] > 0 and info["dynamic_smem"] > 0 and info["shim"].endswith(".so")
+    assert main(["show", "no_such_kernel"]) == 2
