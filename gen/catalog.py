@@ -158,6 +158,30 @@ class ScaleMnMajorSpec(KernelSpec):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class Fp8DequantSpec(KernelSpec):
+    """BlockScaled128 e4m3 weight -> bf16 (the bf16 fallback's weights)."""
+    threads_per_block: int = 256
+
+    family: ClassVar[str] = "fp8_dequant"
+    header: ClassVar[str] = "fp8gen/fp8_dequant.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float8_e4m3fn",)
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("w", "const uint8_t*"), ("w_scale", "const float*"), ("out", "__nv_bfloat16*"), ("N", "int"),
+        ("K", "int"))
+
+    def tag(self) -> str:
+        return f"t{self.threads_per_block}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"k_multiple": BLOCK_K, "elems_per_thread": 16}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class _MmaTileSpec(KernelSpec):
     """Block tile BM x BN x 128 of warps_m x warps_n warps, `stages` deep."""
     bm: int = 128
@@ -312,7 +336,7 @@ class W8A8CutlassSpec(KernelSpec):
 
 
 FAMILIES: Dict[str, Type[KernelSpec]] = {
-    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, W8A8MmaSpec, W8A16GemmSpec,
+    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, W8A8MmaSpec, W8A16GemmSpec,
                                 W8A16GemvSpec, W8A8CutlassSpec)
 }
 

@@ -154,6 +154,14 @@ class Runtime:
     def w8a16_gemv(self, x, w, w_scale, out, *, stream=None):
         self._run(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)
 
+    def fp8_dequant(self, weight: Fp8Weight, out, *, stream=None):
+        """A BlockScaled128 weight as bf16 [N, K] (a bf16 fallback's weights);
+        any other format is refused, naming both."""
+        if not isinstance(weight, Fp8Weight):
+            v.fail("fp8_dequant", f"weight must be a runtime.Fp8Weight, got {type(weight).__name__}")
+        weight.expect("block", "fp8_dequant")
+        self._run(ops.fp8_dequant(self.entries, weight.weight, weight.scale, out, device=self.device), stream)
+
     def quant_silu_mul(self, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
                        eps: float = ops.DEFAULT_EPS, mn_major: Optional[bool] = None, stream=None):
         self._run(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,

@@ -215,3 +215,17 @@ def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] 
     k = _instance(found, M, instance) if instance else found[0]
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
                                      out=Os.ptr, M=M, N=N, K=K))
+
+
+def fp8_dequant(entries, w, w_scale, out, *, device: Optional[int] = None) -> Launch:
+    """bf16 out[N,K] = w[N,K] (e4m3) x its 128x128 block scales, rounded once."""
+    op = "fp8_dequant"
+    w, w_scale, out = v.matrix(op, "weight", w), v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
+    N, K = w.shape
+    v.require(op, N >= 1, f"N must be >= 1, got {N}")
+    v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (the weight-scale grid), got {K}")
+    Ws, WSs = _weight(op, w, w_scale, N, K, device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(N, K), device=device, output=True)
+    k = _only(entries, "fp8_dequant")[0]
+    chunks = N * (K // k.constraints["elems_per_thread"])
+    return Launch(k, (_ceil(chunks, k.threads), 1, 1), dict(w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr, N=N, K=K))

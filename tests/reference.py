@@ -82,3 +82,10 @@ def with_outliers(rng: np.random.Generator, shape, scale=1.0, frac=1e-3, factor=
     mask = rng.random(shape) < frac
     x[mask] *= factor
     return x
+
+
+def fp8_dequant(w_q: np.ndarray, w_s: np.ndarray) -> np.ndarray:
+    """bf16(float32(w) * float32(scale)): one FP32 multiply, one rounding."""
+    N, K = w_q.shape
+    s = np.repeat(np.repeat(w_s.astype(np.float32), GROUP, axis=0)[:N], GROUP, axis=1)
+    return (w_q.astype(np.float32) * s).astype(BF16)

@@ -156,3 +156,20 @@ def test_bad_input_launches_nothing(rt, gen):
         rt.quant_group(x, q, s)
     torch.cuda.synchronize()
     assert torch.all(q == 0x7F)
+
+
+@pytest.mark.parametrize("N,K", [(128, 128), (2112, 7168), (17408, 5120)])
+def test_fp8_dequant_bit_exact(rt, gen, N, K):
+    import runtime
+
+    w_q, w_s = _weight(N, K, gen)
+    weight = runtime.Fp8Weight.from_checkpoint(w_q, w_s, rt=rt)
+    out = Guarded((N, K), torch.bfloat16, float("nan"))
+    rt.fp8_dequant(weight, out.view)
+    torch.cuda.synchronize()
+    want = ref.fp8_dequant(w_q.cpu().numpy().view(ref.E4M3), w_s.cpu().numpy())
+    assert np.array_equal(out.view.view(torch.int16).cpu().numpy(), want.view(np.int16))
+    assert out.canaries_intact()
+    row = runtime.Fp8Weight.from_checkpoint(w_q, torch.ones(N, device="cuda"), rt=rt)
+    with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
+        rt.fp8_dequant(row, out.view)

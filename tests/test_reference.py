@@ -88,3 +88,10 @@ def test_e4m3_stage_error_on_gaussian_data_is_about_2_5_percent(rng):
     w = rng.standard_normal((256, 2048))
     gemm = np.linalg.norm((xd - x) @ w.T) / np.linalg.norm(x @ w.T)
     assert abs(gemm - stage) < 0.1 * stage
+
+
+def test_fp8_dequant_reference_is_the_rounded_dequantized_weight(rng):
+    w_q, w_s = ref.quantize_weight(rng.standard_normal((200, 256)).astype(np.float32))
+    got = ref.fp8_dequant(w_q, w_s).astype(np.float64)
+    exact = ref.dequant_weight(w_q, w_s)  # float64; the FP32 product is exact (4 x 24 significant bits)
+    assert np.all(np.abs(got - exact) <= 2.0**-8 * np.abs(exact))  # bf16 (8 significant bits): half an ulp

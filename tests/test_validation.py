@@ -185,3 +185,16 @@ def test_read_only_outputs_are_refused(entries):
     assert as_device_array(ReadOnly(), "out").readonly
     with pytest.raises(ValidationError, match="read-only"):
         ops.w8a8_mma(entries, **gemm_args(out=dataclasses.replace(arr((M, N), "bf16"), readonly=True)))
+
+
+def test_fp8_dequant_plans_and_refusals(entries):
+    plan = ops.fp8_dequant(entries, arr((N, K), "e4m3"), arr((17, 56), "f32"), arr((N, K), "bf16"))
+    assert plan.grid == (-(-N * K // 16 // 256), 1, 1) and plan.args["N"] == N
+    with pytest.raises(ValidationError, match="out must have shape"):
+        ops.fp8_dequant(entries, arr((N, K), "e4m3"), arr((17, 56), "f32"), arr((N, K // 2), "bf16"))
+    with pytest.raises(ValidationError, match="weight_scale must be 2-D"):  # a per-row scale
+        ops.fp8_dequant(entries, arr((N, K), "e4m3"), arr((N,), "f32"), arr((N, K), "bf16"))
+    with pytest.raises(ValidationError, match="weight_scale must have shape"):
+        ops.fp8_dequant(entries, arr((N, K), "e4m3"), arr((N, 1), "f32"), arr((N, K), "bf16"))
+    with pytest.raises(ValidationError, match="K must be a multiple of 128"):
+        ops.fp8_dequant(entries, arr((N, 100), "e4m3"), arr((17, 1), "f32"), arr((N, 100), "bf16"))
