@@ -14,7 +14,7 @@ from gen import GENERATOR_VERSION
 from gen.cachekey import INCLUDE_DIR, cache_key
 from gen.catalog import KernelSpec, specs_for
 from gen.fsutil import write_if_different
-from gen.hardware import load_hardware
+from runtime.hardware import load_hardware
 from gen.ninja_file import CUTLASS_FLAGS, COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text
 from gen.ptxas import parse
 from gen.render import display, render_all, source_path, write_sources

@@ -10,7 +10,7 @@ import dataclasses
 import re
 from typing import Any, ClassVar, Dict, List, Tuple, Type
 
-from gen.hardware import Hardware, load_hardware
+from runtime.hardware import Hardware, load_hardware
 from runtime.errors import CatalogError
 
 # The one dtype -> short-name table every name is built from.

@@ -132,23 +132,28 @@ def _ints(text: str) -> List[int]:
     return values
 
 
-def cmd_bench(args) -> int:
+def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
+    """One bench run from the options `bench` and `tune` share."""
     from pathlib import Path
 
     from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES, parse_shapes
     from gen.bench.run import bench
 
-    families = ALL_ARMS if not args.families else tuple(f.strip() for f in args.families.split(","))
-    unknown = set(families) - set(ALL_ARMS)
-    if unknown:
-        raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS)}")
     try:
         shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
     except ValueError as e:
         raise SystemExit(f"--shapes: {e}") from None
-    return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS,
-                 families=list(families), out=Path(args.out), md=Path(args.md) if args.md else None,
-                 png=Path(args.png) if args.png else None, git_sha=args.git_sha or _git_sha(), seed=args.seed)
+    return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(families),
+                 out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
+                 git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances)
+
+
+def cmd_bench(args) -> int:
+    families = ALL_ARMS if not args.families else tuple(f.strip() for f in args.families.split(","))
+    unknown = set(families) - set(ALL_ARMS)
+    if unknown:
+        raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS)}")
+    return _run_bench(args, families=families, out=args.out)
 
 
 def cmd_tune(args) -> int:
@@ -157,19 +162,11 @@ def cmd_tune(args) -> int:
     from pathlib import Path
 
     from gen.bench import tune
-    from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES, parse_shapes
-    from gen.bench.run import bench
     from runtime.paths import hardware_toml
 
     record = Path(args.record) if args.record else hardware_toml(args.arch).parent / "bench-h200.json"
     if not args.from_record:
-        try:
-            shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
-        except ValueError as e:
-            raise SystemExit(f"--shapes: {e}") from None
-        rc = bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(ALL_ARMS),
-                   out=record, md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
-                   git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=True)
+        rc = _run_bench(args, families=ALL_ARMS, out=record, all_instances=True)
         if rc:
             print("some arm was wrong; the dispatch table and levers were not written", file=sys.stderr)
             return rc

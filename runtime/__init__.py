@@ -13,12 +13,16 @@ from __future__ import annotations
 import threading
 from typing import Dict, Optional
 
-from runtime import ops
+from runtime import ops, select
 from runtime import validate as v
+from runtime.dispatch import choose
 from runtime.env import knobs
 from runtime.errors import (CatalogError, CompileError, Fp8genError, LaunchError, LoadError, RenderError,
                             ValidationError)
 from runtime.ffn import dense_ffn_prefill
+from runtime.hardware import cached_hardware
+from runtime.launch import launch as launch_kernel
+from runtime.projection import activation_scales, projection_plans
 from runtime.route import RouteLedger
 from runtime.select import Availability, Decision, Levers
 from runtime.tensors import DeviceArray
@@ -41,14 +45,12 @@ class Runtime:
         self._loaded = {k.name: k for ks in ctx.kernels.values() for k in ks}
         self.entries = {fam: [k.entry for k in ks] for fam, ks in ctx.kernels.items()}
         self.ledger = RouteLedger()
-        from runtime.hardware import cached_hardware
-
-        self.dispatch = cached_hardware(self.arch).dispatch
+        hardware = cached_hardware(self.arch)
+        self.dispatch = hardware.dispatch
+        self.levers = Levers.from_defaults(hardware.defaults)
 
     def pick(self, family: str, m: int, n: int, k: int) -> str:
         """The instance the measured dispatch table (else the tile rule) picks."""
-        from runtime.dispatch import choose
-
         return choose(self.entries[family], self.dispatch, m, n, k).name
 
     def _gemm_instance(self, family: str, a, w) -> Optional[str]:
@@ -59,22 +61,14 @@ class Runtime:
             return None
 
     def run_plan(self, plan: "ops.Launch", stream) -> None:
-        from runtime.launch import launch
-
-        launch(self.ctx, self._loaded[plan.kernel.name], plan.grid, plan.args, stream)
-
-    _run = run_plan
+        launch_kernel(self.ctx, self._loaded[plan.kernel.name], plan.grid, plan.args, stream)
 
     # -- routing -------------------------------------------------------------
     def decide(self, m: int, n: int, k: int, weight_format: str = "block", *, tp: int = 1,
                parallel: str = "column", workspace: Optional[Workspace] = None,
                out_rows: Optional[int] = None) -> Decision:
         """The selection rule for a projection [n, k] at m tokens on this device."""
-        from runtime import select
-        from runtime.hardware import cached_hardware
-
-        return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(),
-                             levers=Levers.from_defaults(cached_hardware(self.arch).defaults),
+        return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(), levers=self.levers,
                              available=Availability(quantizer=bool(self.entries.get("quant_group")),
                                                     scratch=workspace is not None and workspace.fits(m, k)),
                              entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows,
@@ -84,8 +78,6 @@ class Runtime:
                stream=None) -> Decision:
         """out = x @ weight^T through the arm the selection rule picks (logged
         once per route, counted in self.ledger). Returns the decision."""
-        from runtime.projection import activation_scales, projection_plans
-
         self.ledger.entry()
         op = "linear"
         if not isinstance(weight, Fp8Weight):
@@ -129,30 +121,30 @@ class Runtime:
                     mn_major: Optional[bool] = None, stream=None):
         """mn_major: scale is [K/128, M_pad] (True) or [M, K/128] (False); read
         off the shape when omitted, and required when M == K/128."""
-        self._run(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device,
+        self.run_plan(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device,
                                   mn_major=mn_major), stream)
 
     def scale_mn_major(self, src, dst, *, stream=None):
-        self._run(ops.scale_mn_major(self.entries, src, dst, device=self.device), stream)
+        self.run_plan(ops.scale_mn_major(self.entries, src, dst, device=self.device), stream)
 
     def w8a8_mma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         a, w = v.matrix("w8a8_mma", "a", a), v.matrix("w8a8_mma", "weight", w)
-        self._run(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+        self.run_plan(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                instance=instance or self._gemm_instance("w8a8_mma", a, w)), stream)
 
     def w8a8_cutlass(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         """CUTLASS sm90 blockwise GEMM; a_scale is MN-major [K/128, M_pad]."""
         a, w = v.matrix("w8a8_cutlass", "a", a), v.matrix("w8a8_cutlass", "weight", w)
-        self._run(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+        self.run_plan(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                    instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
 
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)
-        self._run(ops.w8a16_gemm(self.entries, x, w, w_scale, out, device=self.device,
+        self.run_plan(ops.w8a16_gemm(self.entries, x, w, w_scale, out, device=self.device,
                                  instance=instance or self._gemm_instance("w8a16_gemm", x, w)), stream)
 
     def w8a16_gemv(self, x, w, w_scale, out, *, stream=None):
-        self._run(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)
+        self.run_plan(ops.w8a16_gemv(self.entries, x, w, w_scale, out, device=self.device), stream)
 
     def fp8_dequant(self, weight: Fp8Weight, out, *, stream=None):
         """A BlockScaled128 weight as bf16 [N, K] (a bf16 fallback's weights);
@@ -160,11 +152,11 @@ class Runtime:
         if not isinstance(weight, Fp8Weight):
             v.fail("fp8_dequant", f"weight must be a runtime.Fp8Weight, got {type(weight).__name__}")
         weight.expect("block", "fp8_dequant")
-        self._run(ops.fp8_dequant(self.entries, weight.weight, weight.scale, out, device=self.device), stream)
+        self.run_plan(ops.fp8_dequant(self.entries, weight.weight, weight.scale, out, device=self.device), stream)
 
     def quant_silu_mul(self, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
                        eps: float = ops.DEFAULT_EPS, mn_major: Optional[bool] = None, stream=None):
-        self._run(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,
+        self.run_plan(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,
                                      device=self.device, mn_major=mn_major), stream)
 
     def linear_w8a8(self, x, w, w_scale, out, workspace: Workspace, *, stream=None):
@@ -176,8 +168,8 @@ class Runtime:
         # leave a half-done op behind.
         quant = ops.quant_group(self.entries, x, q, s, device=self.device, mn_major=False)
         gemm = ops.w8a8_mma(self.entries, q, s, w, w_scale, out, device=self.device)
-        self._run(quant, stream)
-        self._run(gemm, stream)
+        self.run_plan(quant, stream)
+        self.run_plan(gemm, stream)
 
     def workspace(self, max_m: int, max_k: int, ffn_intermediate: int = 0) -> Workspace:
         return Workspace(self, max_m, max_k, ffn_intermediate)

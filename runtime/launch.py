@@ -3,7 +3,7 @@ cuLaunchKernelEx. No allocation on the device, no synchronization."""
 from __future__ import annotations
 
 import ctypes
-from typing import Dict, Tuple
+from typing import Dict
 
 from runtime.driver import check, driver
 from runtime.errors import LaunchError

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from runtime import validate as v
 from runtime.errors import LoadError
 from runtime.manifest import KernelEntry
-from runtime.dispatch import pick_tile
+from runtime.dispatch import choose
 
 DEFAULT_EPS = 1e-10
 
@@ -141,7 +141,7 @@ def _tile_grid(k: KernelEntry, M: int, N: int) -> Tuple[int, int, int]:
 def _instance(found: List[KernelEntry], M: int, instance: Optional[str]) -> KernelEntry:
     """The named instance (a routing decision's), else the tile rule's."""
     if instance is None:
-        return pick_tile(found, M) if "bm" in found[0].constraints else found[0]
+        return choose(found, {}, M, 0, 0)  # no table: the family's tile rule
     for e in found:
         if e.name == instance:
             return e
@@ -212,7 +212,7 @@ def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] 
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     found = _only(entries, "w8a8_cutlass")
-    k = _instance(found, M, instance) if instance else found[0]
+    k = _instance(found, M, instance)
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
                                      out=Os.ptr, M=M, N=N, K=K))
 

@@ -7,9 +7,9 @@ route log and `python -m gen explain` can all say which one failed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from runtime.dispatch import choose, pick_tile  # noqa: F401 - pick_tile is re-exported for ops
+from runtime.dispatch import choose
 from runtime.env import Knobs
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry

@@ -6,7 +6,7 @@ import pytest
 
 from gen import catalog
 from gen.catalog import W8A8MmaSpec, specs_for
-from gen.hardware import load_hardware
+from runtime.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
 

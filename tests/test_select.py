@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime import manifest, select
+from runtime import select
 from runtime.env import Knobs, read_environment
 from runtime.errors import ValidationError
-from runtime.paths import REPO_ROOT, manifest_path
+from runtime.paths import REPO_ROOT
 from runtime.route import RouteLedger
 from runtime.tensors import DeviceArray
 from runtime.weights import BLOCK, ROW, TENSOR, FormatError, Fp8Weight, bad_scale_values, classify

@@ -4,9 +4,8 @@ arrays are raw (fake) device pointers, kernels come from the manifest."""
 import numpy as np
 import pytest
 
-from runtime import manifest, ops
+from runtime import ops
 from runtime.errors import LoadError, ValidationError
-from runtime.paths import manifest_path
 from runtime.tensors import DeviceArray, as_device_array
 
 M, N, K = 100, 2112, 7168

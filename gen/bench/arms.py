@@ -4,7 +4,7 @@ first; a wrong result is reported and its timing is dropped."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List
 
 from gen.bench import grid
 from gen.bench.timing import rotation, time_us

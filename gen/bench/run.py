@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from gen.bench import arms, grid, report
+from gen.bench import arms, report
 
 
 def _progress(done: int, total: int, what: str) -> None:
@@ -24,7 +24,7 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     import torch
 
     import runtime
-    from gen.hardware import load_hardware
+    from runtime.hardware import load_hardware
     from runtime import manifest
     from runtime.driver import check, driver
     from runtime.paths import manifest_path

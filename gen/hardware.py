@@ -1,2 +1,0 @@
-"""gen reads HARDWARE.toml through the runtime's reader (one parser)."""
-from runtime.hardware import Hardware, load_hardware  # noqa: F401

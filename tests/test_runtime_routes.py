@@ -1,0 +1,122 @@
+"""Layer 1: the Runtime's ops and composites, driven without a GPU. The
+device context is faked and the launch recorded, so what reaches the launch
+helper -- which kernels, in which order, with which arguments -- is checked
+here; the GPU tests check what the kernels then compute."""
+import contextlib
+
+import pytest
+
+import runtime
+import runtime.workspace as workspace_module
+from runtime import env
+from runtime.loader import LoadedKernel
+from runtime.tensors import DeviceArray
+
+H, I = 5120, 17408
+
+
+class FakeContext:
+    ordinal, arch, sm_count = 0, "sm_90a", 132
+
+    def __init__(self, entries):
+        self.kernels = {fam: [LoadedKernel(e, None) for e in es] for fam, es in entries.items()}
+
+    def current(self):
+        return contextlib.nullcontext()
+
+
+class FakeDriver:
+    @staticmethod
+    def cuMemAlloc(nbytes):
+        return nbytes
+
+
+@pytest.fixture
+def fake(sm90a_entries, monkeypatch):
+    launches = []
+    monkeypatch.setattr(runtime, "launch_kernel",
+                        lambda ctx, kernel, grid, args, stream: launches.append((kernel.entry.family, kernel.name,
+                                                                                   args)))
+    monkeypatch.setattr(workspace_module, "driver", FakeDriver)
+    monkeypatch.setattr(workspace_module, "check", lambda result, call, **kw: 1 << 40)
+    monkeypatch.setattr(workspace_module, "_free", lambda ctx, ptr: None)
+    return runtime.Runtime(FakeContext(sm90a_entries)), launches
+
+
+_next = [1 << 32]
+
+
+def arr(shape, dtype):
+    _next[0] += 1 << 30
+    return DeviceArray.raw(_next[0], shape, dtype)
+
+
+def weight(n, k, scale_shape=None):
+    shape = scale_shape if scale_shape is not None else (-(-n // 128), k // 128)
+    return runtime.Fp8Weight.from_checkpoint(arr((n, k), "e4m3"), arr(shape, "f32"), check_values=False)
+
+
+def families(launches):
+    return [fam for fam, _, _ in launches]
+
+
+def test_linear_takes_the_fast_arm_with_mn_major_scales(fake):
+    rt, launches = fake
+    ws = rt.workspace(2048, H)
+    for m in (949, 40):  # 40 == K/128: the layout is passed, never guessed
+        launches.clear()
+        d = rt.linear(arr((m, H), "bf16"), weight(I, H), arr((m, I), "bf16"), ws)
+        assert d.arm == "W8A8 fast" and families(launches) == ["quant_group", "w8a8_cutlass"]
+        quant, gemm = launches[0][2], launches[1][2]
+        assert quant["mn_major"] == 1 and quant["ld_scale"] == gemm["ld_scale"] == -(-m // 4) * 4
+        assert quant["scale"] == gemm["a_scale"] and quant["q"] == gemm["a"]
+        assert launches[1][1] == d.instance
+
+
+def test_linear_falls_back_to_w8a16_by_rule(fake):
+    rt, launches = fake
+    with env.override(w8a16_only=True):
+        assert rt.linear(arr((949, H), "bf16"), weight(I, H), arr((949, I), "bf16"), rt.workspace(2048, H)).arm \
+            == "W8A16 GEMM"
+    assert families(launches) == ["w8a16_gemm"]
+    launches.clear()
+    rt.linear(arr((3, H), "bf16"), weight(I, H), arr((3, I), "bf16"), rt.workspace(2048, H))
+    assert families(launches) == ["w8a16_gemv"]
+    launches.clear()
+    d = rt.linear(arr((949, H), "bf16"), weight(I, H), arr((949, I), "bf16"), rt.workspace(100, H))
+    assert d.failed.name == "kernels_loaded" and families(launches) == ["w8a16_gemm"]  # scratch too small
+
+
+def test_dense_ffn_launch_order(fake):
+    rt, launches = fake
+    ws = rt.workspace(2048, H, ffn_intermediate=I)
+    gate, up, down = weight(I, H), weight(I, H), weight(H, I)
+    runtime.dense_ffn_prefill(arr((949, H), "bf16"), gate, up, down, ws, out=arr((949, H), "bf16"))
+    assert families(launches) == ["quant_group", "w8a8_cutlass", "w8a8_cutlass", "quant_silu_mul", "w8a8_cutlass"]
+    quant_x, silu = launches[0][2], launches[3][2]
+    assert launches[1][2]["a"] == launches[2][2]["a"] == quant_x["q"]  # gate and up share one quantization
+    assert silu["q"] == quant_x["q"] and silu["h"] == 0  # down quantizes over the same scratch
+    launches.clear()
+    runtime.dense_ffn_prefill(arr((4, H), "bf16"), gate, up, down, ws, out=arr((4, H), "bf16"))
+    assert families(launches) == ["w8a16_gemv", "w8a16_gemv", "quant_silu_mul", "w8a16_gemv"]
+    assert launches[2][2]["h"] == launches[2][2]["gate"] and launches[2][2]["q"] == 0  # h in place of gate
+
+
+def test_direct_gemm_calls_follow_the_dispatch_table(fake):
+    rt, launches = fake
+    m, n, k = 16, 7168, 16384
+    rt.w8a8_cutlass(arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
+                    arr((n // 128, k // 128), "f32"), arr((m, n), "bf16"))
+    assert launches[-1][1] == rt.pick("w8a8_cutlass", m, n, k)
+
+
+def test_formats_never_reach_a_kernel(fake):
+    rt, launches = fake
+    row = weight(I, H, scale_shape=(I,))
+    with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
+        rt.fp8_dequant(row, arr((I, H), "bf16"))
+    with pytest.raises(runtime.FormatError):
+        rt.linear(arr((949, H), "bf16"), row, arr((949, I), "bf16"), rt.workspace(2048, H))
+    with pytest.raises(runtime.ValidationError, match="Fp8Weight"):
+        rt.linear(arr((949, H), "bf16"), arr((I, H), "e4m3"), arr((949, I), "bf16"), rt.workspace(2048, H))
+    assert launches == []
