@@ -69,7 +69,7 @@ def _run_ninja(directory: Path, targets: List[str], jobs: int, echo: Callable[[s
 
 
 def shim_info(path: Path, symbol: str) -> Dict[str, object]:
-    """Launch resources a CUTLASS instance's host shim reports (host code
+    """Launch resources an instance's host shim reports (host code
     only: no GPU is needed to ask)."""
     import ctypes
 
@@ -95,7 +95,7 @@ def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifes
                            source=str(source_path(spec)), stderr=log)
     threads, smem, cluster, constraints, shim, shim_sha = spec.threads, spec.dynamic_smem, (1, 1, 1), \
         spec.constraints(), "", ""
-    if spec.uses_cutlass:
+    if spec.host_shim:
         lib = bdir / f"{spec.name}.so"
         info = shim_info(lib, spec.symbol)
         threads, smem, cluster = info["threads"], info["smem"], info["cluster"]
@@ -121,7 +121,7 @@ def _targets(spec: KernelSpec, source: str, arch: str, flags: List[str], tc: Too
     key = cache_key(source=source, arch=arch, flags=flags, tc=tc, extra=key_extra)
     base = dict(name=spec.name, source=source_path(spec), key=key, extra=" ".join(extra))
     targets = [NinjaTarget(cubin=f"{spec.name}.cubin", log=f"{spec.name}.ptxas.log", **base)]
-    if spec.uses_cutlass:
+    if spec.host_shim:
         targets.append(NinjaTarget(cubin=f"{spec.name}.so", log=f"{spec.name}.shim.log", rule="shim", **base))
     return targets
 

@@ -37,9 +37,12 @@ class KernelSpec:
     # (parameter name, C type): rendered into the kernel signature and
     # recorded in the manifest as the launch ABI -- one list for both.
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]]
-    # CUTLASS instances compile against the nvidia-cutlass headers and also
-    # build a host shim (Params, grid) that the runtime calls through ctypes.
+    # CUTLASS instances compile against the nvidia-cutlass headers.
     uses_cutlass: ClassVar[bool] = False
+    # Instances launched through Params (TMA descriptors inside) also build a
+    # host shim from the same source, which the runtime calls through ctypes
+    # for Params and the grid, and which reports threads and shared memory.
+    host_shim: ClassVar[bool] = False
 
     # -- identity ---------------------------------------------------------
     def tag(self) -> str:
@@ -293,6 +296,7 @@ class W8A8CutlassSpec(KernelSpec):
     out_dtype: ClassVar[str] = "bfloat16"
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
     uses_cutlass: ClassVar[bool] = True
+    host_shim: ClassVar[bool] = True
     # schedule -> (name tag, C++ enumerator, the CUTLASS arches that have it)
     SCHEDULES: ClassVar[Dict[str, Tuple[str, str, Tuple[int, ...]]]] = {
         "cooperative": ("coop", "kCooperative", (90, 120)), "pingpong": ("pp", "kPingpong", (90, 120)),
@@ -335,9 +339,67 @@ class W8A8CutlassSpec(KernelSpec):
             raise CatalogError(f"{self.name}: tile_n must divide 128 (one weight-scale block per tile)")
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8WgmmaSpec(KernelSpec):
+    """The raw-PTX sm_90a block-scaled GEMM: BM x BN x 128 tiles (one math
+    warpgroup per 64 rows, one TMA producer warpgroup), `stages` deep, a
+    persistent grid walking tiles in column groups of `group_n`."""
+    bm: int = 128
+    bn: int = 128
+    stages: int = 5
+    group_n: int = 16
+
+    family: ClassVar[str] = "w8a8_wgmma"
+    header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float8_e4m3fn", "float8_e4m3fn")
+    out_dtype: ClassVar[str] = "bfloat16"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
+    host_shim: ClassVar[bool] = True
+
+    def tag(self) -> str:
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}"
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.bm // 64 + 1)
+
+    @property
+    def dynamic_smem(self) -> int:
+        # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
+        sa_stride = -(-self.bm * 4 // 128) * 128
+        return self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + 2 * self.stages * 8 + 1024
+
+    def constraints(self) -> Dict[str, Any]:
+        # Same operand contract as w8a8_cutlass: MN-major activation scales
+        # (16-byte rows: M padded to 4), N % 8 for 16-byte TMA rows of bf16.
+        return {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
+                "tile_m": self.bm, "tile_n": self.bn}
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if not (hw.features.get("wgmma") and hw.features.get("tma")):
+            raise CatalogError(f"{self.name}: needs wgmma and TMA (sm_90a); {hw.arch} has neither")
+        if self.bm not in (64, 128):
+            raise CatalogError(f"{self.name}: bm must be 64 or 128 (one math warpgroup per 64 rows)")
+        if self.bn % 8 or not 8 <= self.bn <= 256:
+            raise CatalogError(f"{self.name}: bn must be a multiple of 8 in 8..256 (wgmma's N)")
+        low = self.bn & -self.bn
+        if self.bn + 128 - min(low, 128) > 256:
+            raise CatalogError(f"{self.name}: a {self.bn}-wide tile could span three weight-scale blocks")
+        math_regs = 232 if self.bm == 128 else 240  # wgmma_gemm::Config::MATH_REGS
+        if self.bn > math_regs - 40:
+            # a math thread holds bn/2 total + bn/2 per-block accumulators
+            raise CatalogError(f"{self.name}: bn={self.bn} needs {self.bn} accumulator registers per thread; "
+                               f"a math warpgroup gets {math_regs}")
+        if not 2 <= self.stages <= 16:
+            raise CatalogError(f"{self.name}: stages must be 2..16")
+        if self.group_n < 1:
+            raise CatalogError(f"{self.name}: group_n must be >= 1")
+
+
 FAMILIES: Dict[str, Type[KernelSpec]] = {
     cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, W8A8MmaSpec, W8A16GemmSpec,
-                                W8A16GemvSpec, W8A8CutlassSpec)
+                                W8A16GemvSpec, W8A8CutlassSpec, W8A8WgmmaSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

@@ -118,7 +118,7 @@ def cmd_explain(args) -> int:
     return 0
 
 
-ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a8_cutlass", "w8a16_gemm", "w8a16_gemv", "cublaslt_block",
+ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", "w8a16_gemv", "cublaslt_block",
             "torch_bf16", "copy")
 
 
@@ -153,7 +153,7 @@ def cmd_bench(args) -> int:
     unknown = set(families) - set(ALL_ARMS)
     if unknown:
         raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS)}")
-    return _run_bench(args, families=families, out=args.out)
+    return _run_bench(args, families=families, out=args.out, all_instances=args.all_instances)
 
 
 def cmd_tune(args) -> int:
@@ -270,6 +270,8 @@ def parser() -> argparse.ArgumentParser:
     _measure_args(be)
     be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
+    be.add_argument("--all-instances", action="store_true",
+                    help="time every built instance of each GEMM family, not only the one the runtime dispatches to")
     be.set_defaults(func=cmd_bench)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",

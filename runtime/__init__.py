@@ -138,6 +138,13 @@ class Runtime:
         self.run_plan(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                    instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
 
+    def w8a8_wgmma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+        """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent); a_scale is
+        MN-major [K/128, M_pad] like w8a8_cutlass's."""
+        a, w = v.matrix("w8a8_wgmma", "a", a), v.matrix("w8a8_wgmma", "weight", w)
+        self.run_plan(ops.w8a8_wgmma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+                                 instance=instance or self._gemm_instance("w8a8_wgmma", a, w)), stream)
+
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)
         self.run_plan(ops.w8a16_gemm(self.entries, x, w, w_scale, out, device=self.device,

@@ -35,13 +35,21 @@ def lookup(dispatch: Dict[str, List[Dict[str, Any]]], family: str, m: int, n: in
     return _bucket([r for r in rules if r.get("shape_class") == shape_class(n, k)], m)
 
 
+def tile_rows(e: KernelEntry) -> int:
+    """A GEMM instance's tile height (the in-tree families say bm, the
+    Params-launched ones tile_m)."""
+    return e.constraints.get("bm") or e.constraints["tile_m"]
+
+
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
-    """Smallest BM that covers m in one tile row, else the largest BM."""
-    by_bm = sorted(candidates, key=lambda e: e.constraints["bm"])
+    """Smallest tile height that covers m in one tile row, else the largest;
+    among equal heights the widest tile (fewer, longer weight streams)."""
+    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -e.constraints.get("bn", e.constraints.get("tile_n", 0))))
     for e in by_bm:
-        if e.constraints["bm"] >= m:
+        if tile_rows(e) >= m:
             return e
-    return by_bm[-1]
+    largest = tile_rows(by_bm[-1])
+    return next(e for e in by_bm if tile_rows(e) == largest)
 
 
 def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str, Any]]], m: int, n: int,
@@ -51,6 +59,6 @@ def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str,
     for e in candidates:
         if e.name == name:
             return e
-    if "bm" in candidates[0].constraints:
+    if "bm" in candidates[0].constraints or "tile_m" in candidates[0].constraints:
         return pick_tile(candidates, m)
     return candidates[0]

@@ -30,8 +30,8 @@ class LoadedKernel:
 
 
 class HostShim:
-    """A CUTLASS instance's host library: fills the kernel's Params (TMA
-    descriptors included) into a buffer allocated once, and says the grid."""
+    """An instance's host library (CUTLASS, wgmma): fills the kernel's Params
+    (TMA descriptors included) into a buffer allocated once, and says the grid."""
 
     def __init__(self, path, entry: manifest.KernelEntry):
         import ctypes
@@ -65,8 +65,10 @@ class HostShim:
                            args["w"], args["w_scale"], args["out"], args["M"], args["N"], args["K"], sm_count,
                            ctypes.addressof(self.grid))
         if rc:
-            why = {1: "CUTLASS cannot implement this problem (alignment or shape)",
-                   2: "the Params buffer is too small", 3: "the instance asks for a device workspace"}.get(rc, rc)
+            why = {1: "the kernel cannot implement this problem (alignment or shape)",
+                   2: "the Params buffer is too small", 3: "the instance asks for a device workspace",
+                   4: "libcuda.so.1 (cuTensorMapEncodeTiled) could not be loaded",
+                   5: "cuTensorMapEncodeTiled rejected an operand (address alignment or extents)"}.get(rc, rc)
             raise LaunchError(f"{self.name}: host shim refused: {why}")
         return self.params, (self.grid[0], self.grid[1], self.grid[2])
 

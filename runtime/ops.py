@@ -193,13 +193,10 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
                   max_m=k.constraints["max_m"], instance=instance)
 
 
-def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-                 instance: Optional[str] = None) -> Launch:
-    """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
-    scales are MN-major [K/128, M_pad] (token index contiguous, M_pad >= M a
-    multiple of 4), as quant_group writes them. The host shim builds Params
-    and the grid at launch."""
-    op = "w8a8_cutlass"
+def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+    """The Params-launched W8A8 GEMMs (a host shim builds Params and the
+    grid): MN-major activation scales [K/128, M_pad] (token index
+    contiguous, M_pad >= M a multiple of 4), as quant_group writes them."""
     a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
     w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
@@ -211,10 +208,27 @@ def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] 
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(G, m_pad), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
-    found = _only(entries, "w8a8_cutlass")
-    k = _instance(found, M, instance)
+    k = _instance(_only(entries, op), M, instance)
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
                                      out=Os.ptr, M=M, N=N, K=K))
+
+
+def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+                 instance: Optional[str] = None) -> Launch:
+    """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
+    scales are MN-major [K/128, M_pad], as quant_group writes them."""
+    return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance)
+
+
+def w8a8_wgmma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+               instance: Optional[str] = None) -> Launch:
+    """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent): the same operands
+    as w8a8_cutlass."""
+    return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance)
+
+
+# The fast (MN-major, Params-launched) families' plans, by family.
+FAST_PLANS = {"w8a8_cutlass": w8a8_cutlass, "w8a8_wgmma": w8a8_wgmma}
 
 
 def fp8_dequant(entries, w, w_scale, out, *, device: Optional[int] = None) -> Launch:

@@ -12,7 +12,7 @@ from runtime.weights import BLOCK, Fp8Weight
 
 def activation_scales(workspace, d: Decision, M: int, K: int):
     """The scale view a W8A8 arm reads, and whether it is MN-major: the fast
-    (CUTLASS) arm reads [K/128, M_pad], the in-tree one [M, K/128].
+    (wgmma / CUTLASS) arm reads [K/128, M_pad], the in-tree one [M, K/128].
     quant_group writes either; the layout is passed to it, never guessed."""
     if d.arm == ARM_W8A8_FAST:
         return workspace.scales_mn_major(M, K), True
@@ -22,8 +22,8 @@ def activation_scales(workspace, d: Decision, M: int, K: int):
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,
                      device: Optional[int]) -> List[ops.Launch]:
     if d.arm == ARM_W8A8_FAST:
-        return [ops.w8a8_cutlass(entries, q, scale, weight.weight, weight.scale, out, device=device,
-                                 instance=d.instance)]
+        plan = ops.FAST_PLANS[d.family]
+        return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance)]
     if d.w8a8:
         return [ops.w8a8_mma(entries, q, scale, weight.weight, weight.scale, out, device=device,
                              instance=d.instance)]

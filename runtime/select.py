@@ -112,6 +112,14 @@ class Decision:
         return self.arm in W8A8_ARMS
 
     @property
+    def family(self) -> Optional[str]:
+        """The kernel family of `instance` (an instance's name starts with its family)."""
+        if self.instance is None:
+            return None
+        return next(f for f in (*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm")
+                    if self.instance.startswith(f + "_"))
+
+    @property
     def failed(self) -> Optional[Clause]:
         return next((c for c in self.clauses if not c.holds), None)
 

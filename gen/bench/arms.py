@@ -121,10 +121,13 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         for inst in _instances(ctx, "w8a8_mma", M, N, K):
             run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
                                                                        instance=i), ref_w8a8)
-    if ctx.want("w8a8_cutlass") and M % 4 == 0:  # unpadded MN-major scales need M % 4 == 0
-        for inst in _instances(ctx, "w8a8_cutlass", M, N, K):
-            run("w8a8_cutlass", inst, lambda a, w, o, i=inst: rt.w8a8_cutlass(a["a_q"], a["a_s_gm"], w["w_q"],
-                                                                               w["w_s"], o, instance=i), ref_w8a8)
+    for family in ("w8a8_wgmma", "w8a8_cutlass"):
+        if not ctx.want(family) or M % 4:  # unpadded MN-major scales need M % 4 == 0
+            continue
+        call = getattr(rt, family)
+        for inst in _instances(ctx, family, M, N, K):
+            run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q"], a["a_s_gm"], w["w_q"], w["w_s"], o,
+                                                                 instance=i), ref_w8a8)
     if ctx.want("w8a16_gemm") and M > 4:
         for inst in _instances(ctx, "w8a16_gemm", M, N, K):
             run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,

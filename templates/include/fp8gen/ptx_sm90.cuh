@@ -1,0 +1,98 @@
+// Hopper-only inline PTX (sm_90a): mbarriers, the bulk tensor copy engine
+// (TMA), wgmma and register reallocation. Kept apart from ptx.cuh so that
+// headers for other arches never see these instructions. Shared-memory
+// operands are 32-bit shared-window addresses (ptx::smem_addr).
+#pragma once
+#include <cuda.h>  // CUtensorMap
+#include <cstdint>
+
+#include "fp8gen/ptx.cuh"
+
+namespace fp8gen::ptx {
+
+// ---- mbarriers ------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes initialized barriers visible to the async proxy (TMA) before use.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Arrives once and announces `bytes` of transactions the copy engine will complete.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+// Blocks until the phase of parity `parity` has completed. A fresh barrier
+// counts its (virtual) previous phase, parity 1, as complete: producers start
+// waiting on "empty" with parity 1 and pass at once.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- TMA ------------------------------------------------------------------
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// One box of a 2-D tensor map at coordinates (c0 innermost, c1) into shared
+// memory; completion is counted in bytes on `bar`. Out-of-bounds elements of
+// the box are written as zeros and still counted.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// ---- wgmma ----------------------------------------------------------------
+// Shared-memory matrix descriptor of a K-major tile stored as rows of 128
+// bytes with the 128-byte swizzle (what TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B): 8-row core groups 1024 bytes apart. The tile
+// must start 1024-byte aligned; stepping K by 32 bytes inside the row adds 2
+// to the start-address field (the hardware applies the swizzle to addresses).
+__device__ __forceinline__ uint64_t desc_k_major_sw128(uint32_t smem) {
+  constexpr uint64_t kLeading = 1;                // ignored for swizzled K-major; 1 by convention
+  constexpr uint64_t kStride = 1024 >> 4;         // bytes between 8-row groups, in 16-byte units
+  constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
+  return uint64_t((smem & 0x3FFFF) >> 4) | (kLeading << 16) | (kStride << 32) | kSwizzle128;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving accesses of an accumulator register across
+// the asynchronous wgmma that owns it.
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// ---- register reallocation between warpgroups -------------------------------
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+}  // namespace fp8gen::ptx

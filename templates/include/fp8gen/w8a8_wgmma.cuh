@@ -1,0 +1,294 @@
+// W8A8 block-scaled GEMM for sm_90a in raw PTX: TMA loads on mbarriers,
+// one producer warpgroup and one or two math warpgroups (setmaxnreg), e4m3
+// wgmma into a per-128-K temporary that is promoted into the FP32 total with
+// a_scale * w_scale, and a persistent grid walking the tiles in groups of
+// GROUP_N columns (so that concurrently running tiles share A and W in L2).
+//
+// Operands (as quant_group writes them and checkpoints store them):
+//   A [M, K] e4m3 row-major; its scales MN-major [K/128, ld_sfa] f32 (token
+//   index contiguous, ld_sfa >= M and a multiple of 4, pad tokens 0);
+//   W [N, K] e4m3 row-major; its scales [ceil(N/128), K/128] f32;
+//   out [M, N] bf16 = sum over K blocks of (A_blk . W_blk) * a_scale * w_scale.
+//
+// One header serves the cubin and (FP8GEN_HOST_SHIM) the host shim that
+// encodes the tensor maps into Params, so both see one Params layout.
+#pragma once
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#ifdef FP8GEN_HOST_SHIM
+#include <dlfcn.h>
+#include <cstring>
+#else
+#include "fp8gen/ptx_sm90.cuh"
+#endif
+
+namespace fp8gen::wgmma_gemm {
+
+constexpr int kBlockK = 128;  // one activation / weight scale per 128 K
+
+struct Params {
+  CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows, 128-byte swizzle
+  CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
+  CUtensorMap tma_sa;  // A scales: box BM tokens x 1 K block
+  const float* w_scale;
+  __nv_bfloat16* out;
+  int M, N, K;
+  int tiles_m, tiles_n;
+};
+
+template <int BM_, int BN_, int STAGES_, int GROUP_N_>
+struct Config {
+  static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_;
+  static constexpr int MATH_WG = BM / 64;  // each math warpgroup owns 64 rows (wgmma's M)
+  static constexpr int THREADS = 128 * (MATH_WG + 1);
+  static constexpr int A_BYTES = BM * kBlockK;
+  static constexpr int W_BYTES = BN * kBlockK;
+  static constexpr int SA_BYTES = BM * 4;
+  static constexpr int SA_STRIDE = (SA_BYTES + 127) / 128 * 128;
+  // A stages, W stages (each 1024-aligned for the swizzle), scale stages,
+  // then the full/empty barriers; 1024 bytes of slack to align the base.
+  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + 2 * STAGES * 8 + 1024;
+  static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + SA_BYTES;
+  // Register budgets after reallocation: the sum over warps fits 64K.
+  static constexpr int PRODUCER_REGS = 40;
+  static constexpr int MATH_REGS = MATH_WG == 1 ? 240 : 232;
+  // A tile may straddle two 128-row weight-scale blocks unless BN divides 128.
+  static constexpr bool MAY_STRADDLE = (128 % BN) != 0;
+
+  static_assert(BM == 64 || BM == 128, "one or two math warpgroups of 64 rows");
+  static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N is a multiple of 8 up to 256");
+  static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
+  static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
+  static_assert(STAGES >= 2, "double buffering at least");
+};
+
+// The MMA of one warpgroup: m64 x BN x k32, e4m3 x e4m3 -> f32, both
+// operands K-major in shared memory. Specialized per BN by the rendered
+// kernel source (the accumulator list is BN/2 registers long).
+template <int BN>
+struct Wgmma;
+
+#ifndef FP8GEN_HOST_SHIM
+
+__device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_n, int& tm, int& tn) {
+  const int per_group = group_n * tiles_m;
+  const int group = tile / per_group;
+  const int first_n = group * group_n;
+  const int width = min(group_n, tiles_n - first_n);
+  const int local = tile - group * per_group;
+  tm = local / width;
+  tn = first_n + local % width;
+}
+
+template <class C>
+__device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
+  using ptx::smem_addr;
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  const uint32_t a_base = base;
+  const uint32_t w_base = a_base + C::STAGES * C::A_BYTES;
+  const uint32_t sa_base = w_base + C::STAGES * C::W_BYTES;
+  const uint32_t bar_base = sa_base + C::STAGES * C::SA_STRIDE;
+  auto full = [&](int s) { return bar_base + 8u * s; };
+  auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
+
+  const int wg = threadIdx.x / 128;
+  const int kblocks = p.K / kBlockK;
+  const int tiles = p.tiles_m * p.tiles_n;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      ptx::mbar_init(full(s), 1);                // the producer's arrive (+ the copy bytes)
+      ptx::mbar_init(empty(s), C::MATH_WG * 4);  // one arrive per math warp
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == C::MATH_WG) {
+    // ---- producer warpgroup: one thread issues every copy ----
+    ptx::setmaxnreg_dec<C::PRODUCER_REGS>();
+    if (threadIdx.x == C::MATH_WG * 128) {
+      ptx::prefetch_tensormap(&p.tma_a);
+      ptx::prefetch_tensormap(&p.tma_w);
+      ptx::prefetch_tensormap(&p.tma_sa);
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int tm, tn;
+        tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn);
+        for (int kb = 0; kb < kblocks; ++kb) {
+          ptx::mbar_wait(empty(stage), phase ^ 1);
+          ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
+          ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
+          ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
+          if (++stage == C::STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- math warpgroups ----
+  ptx::setmaxnreg_inc<C::MATH_REGS>();
+  constexpr int NACC = C::BN / 2;
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row = wg * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row, row + 8
+  const float* sa_smem = reinterpret_cast<const float*>(smem_raw + (sa_base - raw));
+  const int w_scale_rows = (p.N + 127) / 128;
+  int stage = 0;
+  uint32_t phase = 0;
+
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    int tm, tn;
+    tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn);
+    const int n0 = tn * C::BN;
+    const float* ws_lo = p.w_scale + (n0 / 128) * kblocks;
+    const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
+    const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
+
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
+
+    for (int kb = 0; kb < kblocks; ++kb) {
+      // the weight scales do not depend on the stage: read them before waiting
+      const float wsc_lo = __ldg(ws_lo + kb);
+      const float wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : wsc_lo;
+      ptx::mbar_wait(full(stage), phase);
+
+      float tmp[NACC];
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) ptx::fence_operand(tmp[i]);
+      ptx::wgmma_fence();
+      const uint64_t da = ptx::desc_k_major_sw128(a_base + stage * C::A_BYTES + wg * 64 * kBlockK);
+      const uint64_t dw = ptx::desc_k_major_sw128(w_base + stage * C::W_BYTES);
+#pragma unroll
+      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(tmp, da + 2 * k, dw + 2 * k, k > 0);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) ptx::fence_operand(tmp[i]);
+
+      const float* sa = sa_smem + stage * (C::SA_STRIDE / 4);
+      const float sa0 = sa[row], sa1 = sa[row + 8];
+      // this warp is done with the stage (its MMA waited, its scales read)
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(empty(stage));
+      if (++stage == C::STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+
+      const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
+      const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
+#pragma unroll
+      for (int c = 0; c < C::BN / 8; ++c) {
+        // columns n0 + 8c .. +7 (scale blocks are 8-column aligned)
+        const bool hi = C::MAY_STRADDLE && n0 + 8 * c >= boundary;
+        const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
+        acc[4 * c + 0] = fmaf(tmp[4 * c + 0], s0, acc[4 * c + 0]);
+        acc[4 * c + 1] = fmaf(tmp[4 * c + 1], s0, acc[4 * c + 1]);
+        acc[4 * c + 2] = fmaf(tmp[4 * c + 2], s1, acc[4 * c + 2]);
+        acc[4 * c + 3] = fmaf(tmp[4 * c + 3], s1, acc[4 * c + 3]);
+      }
+    }
+
+    // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
+    const int m_lo = tm * C::BM + row, m_hi = m_lo + 8;
+    __nv_bfloat16* out_lo = p.out + static_cast<size_t>(m_lo) * p.N;
+    __nv_bfloat16* out_hi = p.out + static_cast<size_t>(m_hi) * p.N;
+#pragma unroll
+    for (int c = 0; c < C::BN / 8; ++c) {
+      const int col = n0 + 8 * c + 2 * (lane % 4);
+      if (col < p.N) {
+        if (m_lo < p.M)
+          *reinterpret_cast<__nv_bfloat162*>(out_lo + col) = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+        if (m_hi < p.M)
+          *reinterpret_cast<__nv_bfloat162*>(out_hi + col) =
+              __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+      }
+    }
+  }
+}
+
+#else  // FP8GEN_HOST_SHIM
+
+// cuTensorMapEncodeTiled from the driver already loaded by the host app (the
+// shim links no driver library: it is built where no driver exists).
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+inline EncodeTiled encoder() {
+  static const EncodeTiled fn = []() -> EncodeTiled {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled")) : nullptr;
+  }();
+  return fn;
+}
+
+// A row-major [outer, inner] matrix of `elem` bytes with rows `row_bytes` apart.
+inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t inner, uint64_t outer,
+                      uint64_t row_bytes, uint32_t box_inner, uint32_t box_outer, CUtensorMapSwizzle swizzle) {
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {row_bytes};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t step[2] = {1, 1};
+  return encoder()(map, type, 2, const_cast<void*>(ptr), dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                   swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// What the runtime calls (the same entry points as the CUTLASS shims).
+template <class C>
+struct Shim {
+  enum Status : int { kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5 };
+
+  static size_t params_size() { return sizeof(Params); }
+
+  static void info(int* threads, int* smem, int* cluster) {
+    *threads = C::THREADS;
+    *smem = C::SMEM_BYTES;
+    cluster[0] = cluster[1] = cluster[2] = 1;
+  }
+
+  static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
+                     const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {
+    if (cap < sizeof(Params)) return kBufferTooSmall;
+    if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || ld_sfa < M || ld_sfa % 4 || sm_count < 1)
+      return kCannotImplement;
+    if (!encoder()) return kNoDriver;
+    Params p;
+    std::memset(&p, 0, sizeof(p));
+    const int kblocks = K / kBlockK;
+    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM,
+                   CU_TENSOR_MAP_SWIZZLE_128B) ||
+        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
+                   CU_TENSOR_MAP_SWIZZLE_128B) ||
+        !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks, uint64_t(ld_sfa) * 4, C::BM, 1,
+                   CU_TENSOR_MAP_SWIZZLE_NONE))
+      return kEncodeFailed;
+    p.w_scale = sfw;
+    p.out = static_cast<__nv_bfloat16*>(d);
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.tiles_m = (M + C::BM - 1) / C::BM;
+    p.tiles_n = (N + C::BN - 1) / C::BN;
+    const long tiles = long(p.tiles_m) * p.tiles_n;
+    grid[0] = unsigned(tiles < sm_count ? tiles : sm_count);
+    grid[1] = grid[2] = 1;
+    std::memcpy(out, &p, sizeof(p));
+    return kOk;
+  }
+};
+
+#endif  // FP8GEN_HOST_SHIM
+
+}  // namespace fp8gen::wgmma_gemm
