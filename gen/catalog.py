@@ -367,7 +367,8 @@ class W8A8WgmmaSpec(KernelSpec):
     def dynamic_smem(self) -> int:
         # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
         sa_stride = -(-self.bm * 4 // 128) * 128
-        return self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + 2 * self.stages * 8 + 1024
+        out_tile = self.bm * self.bn * 2 if self.bn % 64 == 0 else 0  # TMA-store epilogue staging
+        return self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + 2 * self.stages * 8 + 1024
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales

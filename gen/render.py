@@ -36,7 +36,14 @@ def render_all(specs: List[KernelSpec]) -> Dict[KernelSpec, str]:
 
 
 def write_sources(rendered: Dict[KernelSpec, str]) -> List[Path]:
-    """Writes changed sources only; returns the paths written."""
+    """Writes changed sources only, and removes sources of the rendered
+    arches that no spec renders any more (an instance dropped from
+    HARDWARE.toml); returns the paths written."""
+    expected = {source_path(s) for s in rendered}
+    for arch_dir in {p.parent for p in expected}:
+        for path in arch_dir.glob("*.cu"):
+            if path not in expected:
+                path.unlink()
     return [source_path(s) for s, text in rendered.items() if write_if_different(source_path(s), text)]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
-from runtime.dispatch import choose
+from runtime.dispatch import choose, lookup
 from runtime.env import Knobs
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
@@ -25,6 +25,8 @@ W8A8_ARMS = (ARM_W8A8_FAST, ARM_W8A8_IN_TREE)
 
 # sm_90a fast families (wgmma, CUTLASS), preferred in this order when built.
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
+# gen tune's table across the fast families: the fastest instance of either.
+FAST_TABLE = "w8a8_fast"
 IN_TREE_FAMILY = "w8a8_mma"
 
 FORMATS = {"block": "BlockScaled128", "row": "PerRow", "tensor": "PerTensor"}
@@ -185,8 +187,11 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
                   out_rows: Optional[int], dispatch: Dict) -> Tuple[List[Clause], Optional[KernelEntry]]:
     """The fast instance's own constraints, from its manifest entry."""
     candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, [])]
-    # the dispatch table's pick first, then the rest in manifest order
-    preferred = {choose(entries[fam], dispatch, m, s.n, s.k).name for fam in FAST_FAMILIES if entries.get(fam)}
+    # the cross-family table's pick first (else each family's table pick, in
+    # FAST_FAMILIES order), then the rest in manifest order
+    fastest = lookup(dispatch, FAST_TABLE, m, s.n, s.k)
+    preferred = ({fastest} if any(e.name == fastest for e in candidates) else
+                 {choose(entries[fam], dispatch, m, s.n, s.k).name for fam in FAST_FAMILIES if entries.get(fam)})
     candidates.sort(key=lambda e: e.name not in preferred)
     if not candidates:
         return [Clause("fast_instance_built", False,

@@ -7,6 +7,7 @@ import contextlib
 import pytest
 
 import runtime
+from runtime.select import FAST_FAMILIES
 import runtime.workspace as workspace_module
 from runtime import env
 from runtime.loader import LoadedKernel
@@ -66,7 +67,8 @@ def test_linear_takes_the_fast_arm_with_mn_major_scales(fake):
     for m in (949, 40):  # 40 == K/128: the layout is passed, never guessed
         launches.clear()
         d = rt.linear(arr((m, H), "bf16"), weight(I, H), arr((m, I), "bf16"), ws)
-        assert d.arm == "W8A8 fast" and families(launches) == ["quant_group", "w8a8_cutlass"]
+        assert d.arm == "W8A8 fast" and d.family in FAST_FAMILIES
+        assert families(launches) == ["quant_group", d.family]
         quant, gemm = launches[0][2], launches[1][2]
         assert quant["mn_major"] == 1 and quant["ld_scale"] == gemm["ld_scale"] == -(-m // 4) * 4
         assert quant["scale"] == gemm["a_scale"] and quant["q"] == gemm["a"]
@@ -91,8 +93,10 @@ def test_dense_ffn_launch_order(fake):
     rt, launches = fake
     ws = rt.workspace(2048, H, ffn_intermediate=I)
     gate, up, down = weight(I, H), weight(I, H), weight(H, I)
-    runtime.dense_ffn_prefill(arr((949, H), "bf16"), gate, up, down, ws, out=arr((949, H), "bf16"))
-    assert families(launches) == ["quant_group", "w8a8_cutlass", "w8a8_cutlass", "quant_silu_mul", "w8a8_cutlass"]
+    decisions = runtime.dense_ffn_prefill(arr((949, H), "bf16"), gate, up, down, ws, out=arr((949, H), "bf16"))
+    fast = [d.family for d in decisions]
+    assert all(f in FAST_FAMILIES for f in fast)
+    assert families(launches) == ["quant_group", fast[0], fast[1], "quant_silu_mul", fast[2]]
     quant_x, silu = launches[0][2], launches[3][2]
     assert launches[1][2]["a"] == launches[2][2]["a"] == quant_x["q"]  # gate and up share one quantization
     assert silu["q"] == quant_x["q"] and silu["h"] == 0  # down quantizes over the same scratch

@@ -31,7 +31,24 @@ def test_a_built_fast_family_takes_the_w8a8_route(sm90a_entries):
     d = select.decide(949, 17408, 5120, weight_format="block", knobs=Knobs(), levers=select.Levers(),
                       available=select.Availability(quantizer=True, scratch=True), entries=sm90a_entries,
                       arch="sm_90a")
-    assert d.arm == select.ARM_W8A8_FAST and d.instance.startswith("w8a8_cutlass_")
+    assert d.arm == select.ARM_W8A8_FAST and d.family in select.FAST_FAMILIES
+
+
+@pytest.mark.parametrize("family", select.FAST_FAMILIES)
+def test_the_cross_family_table_picks_the_fast_instance(sm90a_entries, family):
+    """gen tune's w8a8_fast table names the fastest instance of either fast
+    family; the decision follows it (and a name that is not built is skipped)."""
+    name = sm90a_entries[family][-1].name
+    table = {select.FAST_TABLE: [{"n": 17408, "k": 5120, "m_max": 2**31 - 1, "instance": name}]}
+    d = select.decide(949, 17408, 5120, weight_format="block", knobs=Knobs(), levers=select.Levers(),
+                      available=select.Availability(quantizer=True, scratch=True), entries=sm90a_entries,
+                      arch="sm_90a", dispatch=table)
+    assert d.instance == name and d.family == family
+    table[select.FAST_TABLE][0]["instance"] = "w8a8_wgmma_not_built_sm90a"
+    d = select.decide(949, 17408, 5120, weight_format="block", knobs=Knobs(), levers=select.Levers(),
+                      available=select.Availability(quantizer=True, scratch=True), entries=sm90a_entries,
+                      arch="sm_90a", dispatch=table)
+    assert d.arm == select.ARM_W8A8_FAST and d.family in select.FAST_FAMILIES
 
 
 def decide(entries, m=949, n=17408, k=5120, **over):

@@ -13,7 +13,12 @@ from runtime.dispatch import shape_class
 from runtime.select import LEVER_NARROWING, LEVER_WIDENING
 
 MARKER = "# ---- Below: written by `python -m gen tune` (levers and dispatch, with provenance). ----\n"
-TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm")
+from runtime.select import FAST_FAMILIES, FAST_TABLE
+
+# Tables per family, plus one across the fast families (the selection rule's
+# W8A8 fast arm routes each point to the fastest of either).
+TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", FAST_TABLE)
+TABLE_IMPLS = {FAST_TABLE: FAST_FAMILIES}
 W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
 LAST_BUCKET = 2**31 - 1
 
@@ -21,10 +26,11 @@ Point = Tuple[int, int, int]  # (N, K, M)
 
 
 def _times(rows: List[Dict], family: str) -> Dict[Point, Dict[str, float]]:
-    """(N, K, M) -> {instance: us} for one family's GEMM rows."""
+    """(N, K, M) -> {instance: us} for one family's (or table's) GEMM rows."""
+    impls = TABLE_IMPLS.get(family, (family,))
     out: Dict[Point, Dict[str, float]] = collections.defaultdict(dict)
     for r in rows:
-        if r["op"] == "gemm" and r["impl"] == family:
+        if r["op"] == "gemm" and r["impl"] in impls:
             out[(r["N"], r["K"], r["M"])][r["kernel"]] = r["us"]
     return out
 

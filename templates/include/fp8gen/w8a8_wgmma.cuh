@@ -32,6 +32,7 @@ struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows, 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
   CUtensorMap tma_sa;  // A scales: box BM tokens x 1 K block
+  CUtensorMap tma_out; // out: box 64 columns x 64 rows of bf16, 128-byte swizzle (TMA-store epilogue)
   const float* w_scale;
   __nv_bfloat16* out;
   int M, N, K;
@@ -47,9 +48,15 @@ struct Config {
   static constexpr int W_BYTES = BN * kBlockK;
   static constexpr int SA_BYTES = BM * 4;
   static constexpr int SA_STRIDE = (SA_BYTES + 127) / 128 * 128;
-  // A stages, W stages (each 1024-aligned for the swizzle), scale stages,
-  // then the full/empty barriers; 1024 bytes of slack to align the base.
-  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + 2 * STAGES * 8 + 1024;
+  // The epilogue stages bf16 tiles in shared memory and stores them by TMA
+  // in boxes of 64 columns; other widths store straight from registers.
+  static constexpr bool TMA_STORE = BN % 64 == 0;
+  static constexpr int OUT_BOX_BYTES = 64 * 128;  // 64 rows x 64 bf16
+  static constexpr int OUT_BYTES = TMA_STORE ? MATH_WG * (BN / 64) * OUT_BOX_BYTES : 0;
+  // A stages, W stages (each 1024-aligned for the swizzle), the epilogue
+  // tile, scale stages, then the full/empty barriers; 1024 bytes of slack to
+  // align the base.
+  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + 2 * STAGES * 8 + 1024;
   static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + SA_BYTES;
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
@@ -89,7 +96,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const uint32_t base = (raw + 1023u) & ~1023u;
   const uint32_t a_base = base;
   const uint32_t w_base = a_base + C::STAGES * C::A_BYTES;
-  const uint32_t sa_base = w_base + C::STAGES * C::W_BYTES;
+  const uint32_t out_base = w_base + C::STAGES * C::W_BYTES;
+  const uint32_t sa_base = out_base + C::OUT_BYTES;
   const uint32_t bar_base = sa_base + C::STAGES * C::SA_STRIDE;
   auto full = [&](int s) { return bar_base + 8u * s; };
   auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
@@ -114,6 +122,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       ptx::prefetch_tensormap(&p.tma_a);
       ptx::prefetch_tensormap(&p.tma_w);
       ptx::prefetch_tensormap(&p.tma_sa);
+      if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
       for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -145,6 +154,28 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   int stage = 0;
   uint32_t phase = 0;
 
+  // Waits for the next stage and issues its four k32 MMAs into `t`; the
+  // caller waits for them. Returns the stage.
+  auto issue = [&](float (&t)[NACC]) -> int {
+    const int s = stage;
+    ptx::mbar_wait(full(s), phase);
+    if (++stage == C::STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
+    ptx::wgmma_fence();
+    const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg * 64 * kBlockK);
+    const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES);
+#pragma unroll
+    for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
+    ptx::wgmma_commit();
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
+    return s;
+  };
+
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     int tm, tn;
     tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn);
@@ -157,35 +188,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
 
-    for (int kb = 0; kb < kblocks; ++kb) {
-      // the weight scales do not depend on the stage: read them before waiting
+    // After block kb's MMAs completed: read its activation scales, release
+    // its stage to the producer, and promote acc += t * a_scale * w_scale.
+    auto promote = [&](const float (&t)[NACC], int s, int kb) {
       const float wsc_lo = __ldg(ws_lo + kb);
       const float wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : wsc_lo;
-      ptx::mbar_wait(full(stage), phase);
-
-      float tmp[NACC];
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(tmp[i]);
-      ptx::wgmma_fence();
-      const uint64_t da = ptx::desc_k_major_sw128(a_base + stage * C::A_BYTES + wg * 64 * kBlockK);
-      const uint64_t dw = ptx::desc_k_major_sw128(w_base + stage * C::W_BYTES);
-#pragma unroll
-      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(tmp, da + 2 * k, dw + 2 * k, k > 0);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(tmp[i]);
-
-      const float* sa = sa_smem + stage * (C::SA_STRIDE / 4);
+      const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
       const float sa0 = sa[row], sa1 = sa[row + 8];
-      // this warp is done with the stage (its MMA waited, its scales read)
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(empty(stage));
-      if (++stage == C::STAGES) {
-        stage = 0;
-        phase ^= 1;
-      }
-
+      __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
+      if (lane == 0) ptx::mbar_arrive(empty(s));
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
 #pragma unroll
@@ -193,29 +204,75 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         // columns n0 + 8c .. +7 (scale blocks are 8-column aligned)
         const bool hi = C::MAY_STRADDLE && n0 + 8 * c >= boundary;
         const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
-        acc[4 * c + 0] = fmaf(tmp[4 * c + 0], s0, acc[4 * c + 0]);
-        acc[4 * c + 1] = fmaf(tmp[4 * c + 1], s0, acc[4 * c + 1]);
-        acc[4 * c + 2] = fmaf(tmp[4 * c + 2], s1, acc[4 * c + 2]);
-        acc[4 * c + 3] = fmaf(tmp[4 * c + 3], s1, acc[4 * c + 3]);
+        acc[4 * c + 0] = fmaf(t[4 * c + 0], s0, acc[4 * c + 0]);
+        acc[4 * c + 1] = fmaf(t[4 * c + 1], s0, acc[4 * c + 1]);
+        acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
+        acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
+      }
+    };
+
+    // One per-block accumulator, waited before its promotion. (Two, with
+    // block k+1's MMAs in flight during block k's promotion, measured slower
+    // on the H200: ptxas then serializes every wgmma of the block. The two
+    // math warpgroups overlap each other's promotion instead.)
+    {
+      for (int kb = 0; kb < kblocks; ++kb) {
+        float t[NACC];
+        const int s = issue(t);
+        ptx::wgmma_wait<0>();
+        promote(t, s, kb);
       }
     }
 
-    // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
-    const int m_lo = tm * C::BM + row, m_hi = m_lo + 8;
-    __nv_bfloat16* out_lo = p.out + static_cast<size_t>(m_lo) * p.N;
-    __nv_bfloat16* out_hi = p.out + static_cast<size_t>(m_hi) * p.N;
+    if constexpr (C::TMA_STORE) {
+      // ---- epilogue: bf16 into this warpgroup's 64-row slice of shared
+      // memory (128-byte swizzle: conflict-free), then TMA stores of 64x64
+      // boxes that clip ragged rows and columns. The stores run on while the
+      // next tile's MMAs start; the slice is reused only after they read it.
+      const bool leader = threadIdx.x % 128 == 0;
+      if (leader) ptx::bulk_wait_read<0>();
+      ptx::named_barrier(1 + wg, 128);
+      const uint32_t slice = out_base + wg * (C::BN / 64) * C::OUT_BOX_BYTES;
+      const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
 #pragma unroll
-    for (int c = 0; c < C::BN / 8; ++c) {
-      const int col = n0 + 8 * c + 2 * (lane % 4);
-      if (col < p.N) {
-        if (m_lo < p.M)
-          *reinterpret_cast<__nv_bfloat162*>(out_lo + col) = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-        if (m_hi < p.M)
-          *reinterpret_cast<__nv_bfloat162*>(out_hi + col) =
-              __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+      for (int c = 0; c < C::BN / 8; ++c) {
+        const uint32_t box = slice + (c / 8) * C::OUT_BOX_BYTES;
+        const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
+        const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+        const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
+                     "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
+                     "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+      }
+      ptx::fence_proxy_async_smem();
+      ptx::named_barrier(1 + wg, 128);
+      if (leader) {
+#pragma unroll
+        for (int b = 0; b < C::BN / 64; ++b)
+          ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * b, tm * C::BM + wg * 64);
+        ptx::bulk_commit();
+      }
+    } else {
+      // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
+      const int m_lo = tm * C::BM + row, m_hi = m_lo + 8;
+      __nv_bfloat16* out_lo = p.out + static_cast<size_t>(m_lo) * p.N;
+      __nv_bfloat16* out_hi = p.out + static_cast<size_t>(m_hi) * p.N;
+#pragma unroll
+      for (int c = 0; c < C::BN / 8; ++c) {
+        const int col = n0 + 8 * c + 2 * (lane % 4);
+        if (col < p.N) {
+          if (m_lo < p.M)
+            *reinterpret_cast<__nv_bfloat162*>(out_lo + col) = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+          if (m_hi < p.M)
+            *reinterpret_cast<__nv_bfloat162*>(out_hi + col) =
+                __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+        }
       }
     }
   }
+  // the CTA's shared memory must outlive the last stores' reads of it
+  if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait<0>();
 }
 
 #else  // FP8GEN_HOST_SHIM
@@ -272,7 +329,9 @@ struct Shim {
         !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks, uint64_t(ld_sfa) * 4, C::BM, 1,
-                   CU_TENSOR_MAP_SWIZZLE_NONE))
+                   CU_TENSOR_MAP_SWIZZLE_NONE) ||
+        (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2, 64, 64,
+                                    CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
     p.w_scale = sfw;
     p.out = static_cast<__nv_bfloat16*>(d);

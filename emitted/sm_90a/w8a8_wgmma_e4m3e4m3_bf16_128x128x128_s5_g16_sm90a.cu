@@ -4,9 +4,9 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<128, 128, 6, 16>;
+using Config = wg::Config<128, 128, 5, 16>;
 static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
-static_assert(Config::SMEM_BYTES == 200800, "gen and the header disagree on shared memory");
+static_assert(Config::SMEM_BYTES == 200272, "gen and the header disagree on shared memory");
 
 #ifndef FP8GEN_HOST_SHIM
 // m64n128k32 e4m3: 64 accumulator registers per thread, listed out.
@@ -22,15 +22,15 @@ struct wg::Wgmma<128> {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s6_g16_sm90a(const __grid_constant__ wg::Params params) {
+extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
 using Shim = wg::Shim<Config>;
-extern "C" size_t w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s6_g16_sm90a_params_size() { return Shim::params_size(); }
-extern "C" void w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s6_g16_sm90a_info(int* threads, int* smem, int* cluster) { Shim::info(threads, smem, cluster); }
-extern "C" int w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s6_g16_sm90a_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
+extern "C" size_t w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_sm90a_params_size() { return Shim::params_size(); }
+extern "C" void w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_sm90a_info(int* threads, int* smem, int* cluster) { Shim::info(threads, smem, cluster); }
+extern "C" int w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_sm90a_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
                                    const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {
   return Shim::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);
 }
