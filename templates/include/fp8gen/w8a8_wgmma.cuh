@@ -154,9 +154,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   int stage = 0;
   uint32_t phase = 0;
 
-  // Waits for the next stage and issues its four k32 MMAs into `t`; the
-  // caller waits for them. Returns the stage.
-  auto issue = [&](float (&t)[NACC]) -> int {
+  // Waits for the next stage, reads this thread's two activation scales of
+  // it and issues its four k32 MMAs into `t`; the caller waits for them.
+  // Returns the stage.
+  auto issue = [&](float (&t)[NACC], float& sa0, float& sa1) -> int {
     const int s = stage;
     ptx::mbar_wait(full(s), phase);
     if (++stage == C::STAGES) {
@@ -171,6 +172,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
     for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
     ptx::wgmma_commit();
+    // the scales' shared-memory latency hides behind the MMAs
+    const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
+    sa0 = sa[row];
+    sa1 = sa[row + 8];
 #pragma unroll
     for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
     return s;
@@ -188,13 +193,19 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
 
-    // After block kb's MMAs completed: read its activation scales, release
-    // its stage to the producer, and promote acc += t * a_scale * w_scale.
-    auto promote = [&](const float (&t)[NACC], int s, int kb) {
-      const float wsc_lo = __ldg(ws_lo + kb);
-      const float wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : wsc_lo;
-      const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
-      const float sa0 = sa[row], sa1 = sa[row + 8];
+    // Block kb: MMAs into a per-block accumulator, waited, then promoted
+    // acc += t * a_scale * w_scale. (Two accumulators, block k+1's MMAs in
+    // flight during block k's promotion, measured slower on the H200: ptxas
+    // then serializes every wgmma. The two math warpgroups overlap each
+    // other's promotion instead.) The weight scales come from global memory
+    // (L2): they are loaded one block ahead, off the critical path.
+    float wsc_lo = __ldg(ws_lo), wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi) : wsc_lo;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      float t[NACC], sa0, sa1;
+      const int s = issue(t, sa0, sa1);
+      const int next = min(kb + 1, kblocks - 1);
+      const float next_lo = __ldg(ws_lo + next), next_hi = C::MAY_STRADDLE ? __ldg(ws_hi + next) : next_lo;
+      ptx::wgmma_wait<0>();
       __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
       if (lane == 0) ptx::mbar_arrive(empty(s));
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
@@ -209,19 +220,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
         acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
       }
-    };
-
-    // One per-block accumulator, waited before its promotion. (Two, with
-    // block k+1's MMAs in flight during block k's promotion, measured slower
-    // on the H200: ptxas then serializes every wgmma of the block. The two
-    // math warpgroups overlap each other's promotion instead.)
-    {
-      for (int kb = 0; kb < kblocks; ++kb) {
-        float t[NACC];
-        const int s = issue(t);
-        ptx::wgmma_wait<0>();
-        promote(t, s, kb);
-      }
+      wsc_lo = next_lo;
+      wsc_hi = next_hi;
     }
 
     if constexpr (C::TMA_STORE) {
