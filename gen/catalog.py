@@ -343,11 +343,15 @@ class W8A8CutlassSpec(KernelSpec):
 class W8A8WgmmaSpec(KernelSpec):
     """The raw-PTX sm_90a block-scaled GEMM: BM x BN x 128 tiles (one math
     warpgroup per 64 rows, one TMA producer warpgroup), `stages` deep, a
-    persistent grid walking tiles in column groups of `group_n`."""
+    persistent grid walking tiles in column groups of `group_n`. With
+    ksplit > 1 (bm 64), that many math warpgroups share each tile's K blocks
+    (shorter serial chains for small M) and add up in shared memory."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
     group_n: int = 16
+    ksplit: int = 1
+    cluster_m: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -357,18 +361,26 @@ class W8A8WgmmaSpec(KernelSpec):
     host_shim: ClassVar[bool] = True
 
     def tag(self) -> str:
-        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}"
+        split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
+        cluster = f"_c{self.cluster_m}x1" if self.cluster_m > 1 else ""
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{cluster}"
+
+    @property
+    def math_warpgroups(self) -> int:
+        return self.bm // 64 * self.ksplit
 
     @property
     def threads(self) -> int:
-        return 128 * (self.bm // 64 + 1)
+        return 128 * (self.math_warpgroups + 1)
 
     @property
     def dynamic_smem(self) -> int:
         # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
         sa_stride = -(-self.bm * 4 // 128) * 128
         out_tile = self.bm * self.bn * 2 if self.bn % 64 == 0 else 0  # TMA-store epilogue staging
-        return self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + 2 * self.stages * 8 + 1024
+        k_sums = (self.ksplit - 1) * 64 * self.bn * 4
+        return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
+                + 2 * self.stages * 8 + 1024)
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
@@ -387,7 +399,12 @@ class W8A8WgmmaSpec(KernelSpec):
         low = self.bn & -self.bn
         if self.bn + 128 - min(low, 128) > 256:
             raise CatalogError(f"{self.name}: a {self.bn}-wide tile could span three weight-scale blocks")
-        math_regs = 232 if self.bm == 128 else 240  # wgmma_gemm::Config::MATH_REGS
+        if self.cluster_m not in (1, 2) or (self.cluster_m == 2 and (self.ksplit > 1 or self.bn % 16)):
+            raise CatalogError(f"{self.name}: cluster_m is 1, or 2 (W multicast) with ksplit 1 and bn % 16 == 0")
+        if self.ksplit not in (1, 2, 4) or (self.ksplit > 1 and self.bm != 64):
+            raise CatalogError(f"{self.name}: ksplit is 1, or 2 or 4 with bm 64")
+        # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
+        math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
         if self.bn > math_regs - 40:
             # a math thread holds bn/2 total + bn/2 per-block accumulators
             raise CatalogError(f"{self.name}: bn={self.bn} needs {self.bn} accumulator registers per thread; "

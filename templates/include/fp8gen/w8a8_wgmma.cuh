@@ -39,10 +39,17 @@ struct Params {
   int tiles_m, tiles_n;
 };
 
-template <int BM_, int BN_, int STAGES_, int GROUP_N_>
+template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int CLUSTER_>
 struct Config {
-  static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_;
-  static constexpr int MATH_WG = BM / 64;  // each math warpgroup owns 64 rows (wgmma's M)
+  static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
+  // CLUSTER = 2: two CTAs on vertically adjacent tiles share each W tile;
+  // each loads half of it and multicasts it to both (half the L2 reads of W).
+  static constexpr int CLUSTER = CLUSTER_;
+  // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
+  // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
+  // take its K blocks in turn; their sums meet in shared memory at the end.
+  static constexpr int ROW_WG = BM / 64;
+  static constexpr int MATH_WG = ROW_WG * KSPLIT;
   static constexpr int THREADS = 128 * (MATH_WG + 1);
   static constexpr int A_BYTES = BM * kBlockK;
   static constexpr int W_BYTES = BN * kBlockK;
@@ -52,23 +59,32 @@ struct Config {
   // in boxes of 64 columns; other widths store straight from registers.
   static constexpr bool TMA_STORE = BN % 64 == 0;
   static constexpr int OUT_BOX_BYTES = 64 * 128;  // 64 rows x 64 bf16
-  static constexpr int OUT_BYTES = TMA_STORE ? MATH_WG * (BN / 64) * OUT_BOX_BYTES : 0;
+  static constexpr int OUT_BYTES = TMA_STORE ? ROW_WG * (BN / 64) * OUT_BOX_BYTES : 0;
+  // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
+  static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
   // A stages, W stages (each 1024-aligned for the swizzle), the epilogue
-  // tile, scale stages, then the full/empty barriers; 1024 bytes of slack to
-  // align the base.
-  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + 2 * STAGES * 8 + 1024;
+  // tile, the K-split sums, scale stages, then the full/empty barriers; 1024
+  // bytes of slack to align the base.
+  static constexpr int SMEM_BYTES =
+      STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + 1024;
   static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + SA_BYTES;
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
-  static constexpr int MATH_REGS = MATH_WG == 1 ? 240 : 232;
+  // Four math warpgroups keep the launch's allotment (65536 / 640 threads):
+  // growing them would need more than the producer gives back, and
+  // setmaxnreg.inc waits until the pool has it.
+  static constexpr int MATH_REGS = MATH_WG == 1 ? 240 : MATH_WG == 2 ? 232 : 0;
   // A tile may straddle two 128-row weight-scale blocks unless BN divides 128.
   static constexpr bool MAY_STRADDLE = (128 % BN) != 0;
 
   static_assert(BM == 64 || BM == 128, "one or two math warpgroups of 64 rows");
+  static_assert(KSPLIT == 1 || (BM == 64 && (KSPLIT == 2 || KSPLIT == 4)), "K split: 2 or 4 warpgroups, BM 64");
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && (BN / 2) % 8 == 0),
+                "a 2-CTA cluster halves W into 1024-byte aligned halves");
 };
 
 // The MMA of one warpgroup: m64 x BN x k32, e4m3 x e4m3 -> f32, both
@@ -97,23 +113,39 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const uint32_t a_base = base;
   const uint32_t w_base = a_base + C::STAGES * C::A_BYTES;
   const uint32_t out_base = w_base + C::STAGES * C::W_BYTES;
-  const uint32_t sa_base = out_base + C::OUT_BYTES;
+  const uint32_t red_base = out_base + C::OUT_BYTES;
+  const uint32_t sa_base = red_base + C::RED_BYTES;
   const uint32_t bar_base = sa_base + C::STAGES * C::SA_STRIDE;
   auto full = [&](int s) { return bar_base + 8u * s; };
   auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
 
   const int wg = threadIdx.x / 128;
   const int kblocks = p.K / kBlockK;
-  const int tiles = p.tiles_m * p.tiles_n;
+  // Tiles are walked in cluster units: a cluster's CTAs take vertically
+  // adjacent tiles of one column (a CTA past the last row computes zeros
+  // from out-of-bounds loads and stores nothing, but keeps the protocol).
+  const uint32_t rank = C::CLUSTER > 1 ? ptx::cluster_ctarank() : 0;
+  const int unit_rows = (p.tiles_m + C::CLUSTER - 1) / C::CLUSTER;
+  const int tiles = unit_rows * p.tiles_n;
+  const int first_tile = blockIdx.x / C::CLUSTER, tile_step = gridDim.x / C::CLUSTER;
+  auto coords = [&](int tile, int& tm, int& tn) {
+    tile_coords(tile, unit_rows, p.tiles_n, C::GROUP_N, tm, tn);
+    tm = tm * C::CLUSTER + rank;
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
-      ptx::mbar_init(full(s), 1);                // the producer's arrive (+ the copy bytes)
-      ptx::mbar_init(empty(s), C::MATH_WG * 4);  // one arrive per math warp
+      ptx::mbar_init(full(s), 1);  // the producer's arrive (+ the copy bytes)
+      // one arrive per math warp that reads the stage, in every CTA whose
+      // copies write into it
+      ptx::mbar_init(empty(s), C::ROW_WG * 4 * C::CLUSTER);
     }
     ptx::fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (C::CLUSTER > 1)
+    ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
+  else
+    __syncthreads();
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
@@ -125,14 +157,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      for (int tile = first_tile; tile < tiles; tile += tile_step) {
         int tm, tn;
-        tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn);
+        coords(tile, tm, tn);
         for (int kb = 0; kb < kblocks; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-          ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          if constexpr (C::CLUSTER > 1)
+            ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(stage),
+                                       kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+          else
+            ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
           ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
             stage = 0;
@@ -141,49 +177,22 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         }
       }
     }
-    return;
-  }
-
+  } else {
   // ---- math warpgroups ----
-  ptx::setmaxnreg_inc<C::MATH_REGS>();
+  if constexpr (C::MATH_REGS > 0) ptx::setmaxnreg_inc<C::MATH_REGS>();
   constexpr int NACC = C::BN / 2;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const int row = wg * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row, row + 8
+  const int wg_row = wg % C::ROW_WG;   // which 64 rows of the tile
+  const int k_lane = wg / C::ROW_WG;   // which K blocks (kb % KSPLIT)
+  const int row = wg_row * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row, row + 8
   const float* sa_smem = reinterpret_cast<const float*>(smem_raw + (sa_base - raw));
   const int w_scale_rows = (p.N + 127) / 128;
   int stage = 0;
   uint32_t phase = 0;
 
-  // Waits for the next stage, reads this thread's two activation scales of
-  // it and issues its four k32 MMAs into `t`; the caller waits for them.
-  // Returns the stage.
-  auto issue = [&](float (&t)[NACC], float& sa0, float& sa1) -> int {
-    const int s = stage;
-    ptx::mbar_wait(full(s), phase);
-    if (++stage == C::STAGES) {
-      stage = 0;
-      phase ^= 1;
-    }
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
-    ptx::wgmma_fence();
-    const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg * 64 * kBlockK);
-    const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES);
-#pragma unroll
-    for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
-    ptx::wgmma_commit();
-    // the scales' shared-memory latency hides behind the MMAs
-    const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
-    sa0 = sa[row];
-    sa1 = sa[row + 8];
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
-    return s;
-  };
-
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  for (int tile = first_tile; tile < tiles; tile += tile_step) {
     int tm, tn;
-    tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn);
+    coords(tile, tm, tn);
     const int n0 = tn * C::BN;
     const float* ws_lo = p.w_scale + (n0 / 128) * kblocks;
     const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
@@ -196,18 +205,45 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // Block kb: MMAs into a per-block accumulator, waited, then promoted
     // acc += t * a_scale * w_scale. (Two accumulators, block k+1's MMAs in
     // flight during block k's promotion, measured slower on the H200: ptxas
-    // then serializes every wgmma. The two math warpgroups overlap each
-    // other's promotion instead.) The weight scales come from global memory
-    // (L2): they are loaded one block ahead, off the critical path.
-    float wsc_lo = __ldg(ws_lo), wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi) : wsc_lo;
+    // then serializes every wgmma. The math warpgroups overlap each other's
+    // promotion instead.) The weight scales come from global memory (L2):
+    // they are loaded one block ahead, off the critical path.
+    const int first = min(k_lane, kblocks - 1);
+    float wsc_lo = __ldg(ws_lo + first), wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi + first) : wsc_lo;
     for (int kb = 0; kb < kblocks; ++kb) {
-      float t[NACC], sa0, sa1;
-      const int s = issue(t, sa0, sa1);
-      const int next = min(kb + 1, kblocks - 1);
+      // every warpgroup walks every stage (the ring's order), using its own
+      const int s = stage;
+      const uint32_t ph = phase;
+      if (++stage == C::STAGES) {
+        stage = 0;
+        phase ^= 1;
+      }
+      if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
+      ptx::mbar_wait(full(s), ph);
+      float t[NACC];
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
+      ptx::wgmma_fence();
+      const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg_row * 64 * kBlockK);
+      const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES);
+#pragma unroll
+      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
+      ptx::wgmma_commit();
+      // the scales' latencies hide behind the MMAs
+      const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
+      const float sa0 = sa[row], sa1 = sa[row + 8];
+      const int next = min(kb + C::KSPLIT, kblocks - 1);
       const float next_lo = __ldg(ws_lo + next), next_hi = C::MAY_STRADDLE ? __ldg(ws_hi + next) : next_lo;
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
-      if (lane == 0) ptx::mbar_arrive(empty(s));
+      if (lane == 0) {
+        ptx::mbar_arrive(empty(s));
+        if constexpr (C::CLUSTER > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies wrote here too
+      }
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
 #pragma unroll
@@ -224,6 +260,27 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       wsc_hi = next_hi;
     }
 
+    if constexpr (C::KSPLIT > 1) {
+      // The K-split warpgroups hand their sums to warpgroup 0 through shared
+      // memory, laid out [lane group][register][thread] (conflict-free), and
+      // only warpgroup 0 stores. Barrier 15 spans the math warpgroups.
+      float* red = reinterpret_cast<float*>(smem_raw + (red_base - raw));
+      const int tid = threadIdx.x % 128;
+      if (k_lane > 0) {
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) red[((k_lane - 1) * NACC + i) * 128 + tid] = acc[i];
+      }
+      ptx::named_barrier(15, C::MATH_WG * 128);
+      if (k_lane == 0) {
+#pragma unroll
+        for (int j = 1; j < C::KSPLIT; ++j)
+#pragma unroll
+          for (int i = 0; i < NACC; ++i) acc[i] += red[((j - 1) * NACC + i) * 128 + tid];
+      }
+      ptx::named_barrier(15, C::MATH_WG * 128);  // the sums are read before the next tile writes them
+      if (k_lane > 0) continue;
+    }
+
     if constexpr (C::TMA_STORE) {
       // ---- epilogue: bf16 into this warpgroup's 64-row slice of shared
       // memory (128-byte swizzle: conflict-free), then TMA stores of 64x64
@@ -232,7 +289,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       const bool leader = threadIdx.x % 128 == 0;
       if (leader) ptx::bulk_wait_read<0>();
       ptx::named_barrier(1 + wg, 128);
-      const uint32_t slice = out_base + wg * (C::BN / 64) * C::OUT_BOX_BYTES;
+      const uint32_t slice = out_base + wg_row * (C::BN / 64) * C::OUT_BOX_BYTES;
       const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
 #pragma unroll
       for (int c = 0; c < C::BN / 8; ++c) {
@@ -250,7 +307,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if (leader) {
 #pragma unroll
         for (int b = 0; b < C::BN / 64; ++b)
-          ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * b, tm * C::BM + wg * 64);
+          ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * b, tm * C::BM + wg_row * 64);
         ptx::bulk_commit();
       }
     } else {
@@ -273,6 +330,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   }
   // the CTA's shared memory must outlive the last stores' reads of it
   if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait<0>();
+  }
+  // no CTA leaves while its peer may still arrive on its barriers
+  if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
 }
 
 #else  // FP8GEN_HOST_SHIM
@@ -312,7 +372,8 @@ struct Shim {
   static void info(int* threads, int* smem, int* cluster) {
     *threads = C::THREADS;
     *smem = C::SMEM_BYTES;
-    cluster[0] = cluster[1] = cluster[2] = 1;
+    cluster[0] = C::CLUSTER;
+    cluster[1] = cluster[2] = 1;
   }
 
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
@@ -326,7 +387,7 @@ struct Shim {
     const int kblocks = K / kBlockK;
     if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
+        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks, uint64_t(ld_sfa) * 4, C::BM, 1,
                    CU_TENSOR_MAP_SWIZZLE_NONE) ||
@@ -340,8 +401,12 @@ struct Shim {
     p.K = K;
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
-    const long tiles = long(p.tiles_m) * p.tiles_n;
-    grid[0] = unsigned(tiles < sm_count ? tiles : sm_count);
+    // whole clusters, at most one CTA per SM (assumes the GPU can co-schedule
+    // sm_count / CLUSTER clusters)
+    const long units = long((p.tiles_m + C::CLUSTER - 1) / C::CLUSTER) * p.tiles_n;
+    const long max_units = sm_count / C::CLUSTER;
+    if (max_units < 1) return kCannotImplement;
+    grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
