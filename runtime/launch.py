@@ -52,16 +52,15 @@ def pack(kernel: LoadedKernel, args: Dict[str, object]):
 def launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
     if kernel.shim is not None:  # CUTLASS: the shim turns the plan's arguments into Params and a grid
         with kernel.shim.lock:
-            params, grid = kernel.shim.prepare(args, ctx.sm_count)
+            params, grid = kernel.shim.prepare(args, kernel.resident_ctas or ctx.sm_count)
             _launch(ctx, kernel, grid, {"params": params}, stream)
         return
     _launch(ctx, kernel, grid, args, stream)
 
 
-def _launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
-    if min(grid) < 1:
-        raise LaunchError(f"{kernel.name}: empty grid {grid}")
-    values, pointers = pack(kernel, args)
+def launch_config(kernel: LoadedKernel, grid, stream=None):
+    """The driver's launch configuration: grid, block, dynamic shared memory
+    and, for cluster kernels, the cluster shape."""
     cfg = driver.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = kernel.entry.threads, 1, 1
@@ -76,6 +75,14 @@ def _launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) ->
         cfg.numAttrs = 1
     else:
         cfg.numAttrs = 0
+    return cfg
+
+
+def _launch(ctx, kernel: LoadedKernel, grid, args: Dict[str, object], stream) -> None:
+    if min(grid) < 1:
+        raise LaunchError(f"{kernel.name}: empty grid {grid}")
+    values, pointers = pack(kernel, args)
+    cfg = launch_config(kernel, grid, stream)
     with ctx.current():
         check(driver.cuLaunchKernelEx(cfg, kernel.function, ctypes.addressof(pointers), 0), "cuLaunchKernelEx",
               kernel=kernel.name)

@@ -22,7 +22,10 @@ from runtime.paths import ARCHES, build_dir, manifest_path
 class LoadedKernel:
     entry: manifest.KernelEntry
     function: object  # CUfunction in the device's primary context
-    shim: Optional["HostShim"] = None  # CUTLASS instances: builds Params and the grid
+    shim: Optional["HostShim"] = None  # CUTLASS / wgmma instances: builds Params and the grid
+    # Cluster kernels: how many CTAs the device runs at once (whole clusters,
+    # from the driver's occupancy query); a persistent grid is sized to it.
+    resident_ctas: int = 0
 
     @property
     def name(self) -> str:
@@ -158,7 +161,23 @@ class DeviceContext:
                 if hashlib.sha256(shim_bytes).hexdigest() != e.shim_sha256:
                     raise LoadError(f"host shim {shim_path} does not match the manifest's sha256; run `{rebuild}`")
                 shim = HostShim(shim_path, e)
-            self.kernels.setdefault(e.family, []).append(LoadedKernel(e, fn, shim))
+            loaded = LoadedKernel(e, fn, shim)
+            if tuple(e.cluster) != (1, 1, 1):
+                loaded.resident_ctas = self._resident_ctas(loaded)
+            self.kernels.setdefault(e.family, []).append(loaded)
+
+    def _resident_ctas(self, kernel: LoadedKernel) -> int:
+        """CTAs of a cluster kernel that run at once on this device: max
+        active clusters x cluster size (0, meaning the SM count, if the driver
+        cannot say)."""
+        from runtime.launch import launch_config
+
+        size = kernel.entry.cluster[0] * kernel.entry.cluster[1] * kernel.entry.cluster[2]
+        cfg = launch_config(kernel, (kernel.entry.cluster[0], kernel.entry.cluster[1], kernel.entry.cluster[2]))
+        err, clusters = driver.cuOccupancyMaxActiveClusters(kernel.function, cfg)
+        if err != driver.CUresult.CUDA_SUCCESS or clusters < 1:
+            return 0
+        return int(clusters) * size
 
 
 class _CurrentContext:
