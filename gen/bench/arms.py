@@ -159,13 +159,13 @@ def quant_point(ctx: Context, M: int, K: int) -> None:
     qs = [torch.empty(M, K, dtype=torch.uint8, device="cuda") for _ in range(n)]
     ss = [torch.empty(M, K // 128, dtype=torch.float32, device="cuda") for _ in range(n)]
     if ctx.want("quant_group"):
-        rt.quant_group(xs[0], qs[0], ss[0])
+        rt.quant_group(xs[0], qs[0], ss[0], mn_major=False)
         torch.cuda.synchronize()
         err = ((dequant_act(qs[0], ss[0]) - xs[0].double()).norm() / xs[0].double().norm()).item()
         if err > 2.0**-4:
             ctx.failures.append(f"quant_group M={M} K={K}: reconstruction rel RMS {err:.3e}; timing dropped")
         else:
-            us = time_us(torch, [lambda i=i: rt.quant_group(xs[i], qs[i], ss[i]) for i in range(n)])
+            us = time_us(torch, [lambda i=i: rt.quant_group(xs[i], qs[i], ss[i], mn_major=False) for i in range(n)])
             ctx.rows.append(grid.Row("quant", "quant_group", _kernel_name(ctx, "quant_group", M), M, 0, K,
                                      round(us, 3), None, round(grid.quant_bytes(M, K) / us / 1e6, 4), None))
     if ctx.want("scale_mn_major"):
