@@ -156,6 +156,14 @@ def cmd_bench(args) -> int:
     return _run_bench(args, families=families, out=args.out, all_instances=args.all_instances)
 
 
+def cmd_soak(args) -> int:
+    from gen.bench import soak
+
+    if args.instance:
+        return soak._one(args.instance, args.family, args.m, args.n, args.k, args.launches, args.seed)
+    return soak.soak(args.family, args.m, args.n, args.k, args.launches, args.seed, args.timeout)
+
+
 def cmd_tune(args) -> int:
     import datetime
     import json
@@ -273,6 +281,21 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--all-instances", action="store_true",
                     help="time every built instance of each GEMM family, not only the one the runtime dispatches to")
     be.set_defaults(func=cmd_bench)
+
+    so = sub.add_parser("soak", help="launch every instance of a GEMM family many times, one process each (GPU)",
+                        description="Launches each instance of a fast W8A8 family (MN-major scales) many times on "
+                                    "two rotated input sets, each instance in its own process with a timeout, then "
+                                    "checks the last output against float64. Catches faults one launch does not "
+                                    "show (races, hangs). Exits 1 naming the instances that failed.")
+    so.add_argument("--family", default="w8a8_wgmma", choices=("w8a8_wgmma", "w8a8_cutlass"))
+    so.add_argument("--instance", help="soak this instance in this process (what each child runs)")
+    so.add_argument("--m", type=int, default=8192)
+    so.add_argument("--n", type=int, default=2112)
+    so.add_argument("--k", type=int, default=7168)
+    so.add_argument("--launches", type=int, default=500)
+    so.add_argument("--seed", type=int, default=0)
+    so.add_argument("--timeout", type=float, default=120.0, help="seconds per instance before it counts as hung")
+    so.set_defaults(func=cmd_soak)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
                         description="Runs the bench with every instance of each tuned family (and the peers), "
