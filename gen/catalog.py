@@ -351,7 +351,6 @@ class W8A8WgmmaSpec(KernelSpec):
     stages: int = 5
     group_n: int = 16
     ksplit: int = 1
-    cluster_m: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -362,8 +361,7 @@ class W8A8WgmmaSpec(KernelSpec):
 
     def tag(self) -> str:
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
-        cluster = f"_c{self.cluster_m}x1" if self.cluster_m > 1 else ""
-        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{cluster}"
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}"
 
     @property
     def math_warpgroups(self) -> int:
@@ -399,8 +397,6 @@ class W8A8WgmmaSpec(KernelSpec):
         low = self.bn & -self.bn
         if self.bn + 128 - min(low, 128) > 256:
             raise CatalogError(f"{self.name}: a {self.bn}-wide tile could span three weight-scale blocks")
-        if self.cluster_m not in (1, 2) or (self.cluster_m == 2 and (self.ksplit > 1 or self.bn % 16)):
-            raise CatalogError(f"{self.name}: cluster_m is 1, or 2 (W multicast) with ksplit 1 and bn % 16 == 0")
         if self.ksplit not in (1, 2, 4) or (self.ksplit > 1 and self.bm != 64):
             raise CatalogError(f"{self.name}: ksplit is 1, or 2 or 4 with bm 64")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)

@@ -39,12 +39,9 @@ struct Params {
   int tiles_m, tiles_n;
 };
 
-template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int CLUSTER_>
+template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
-  // CLUSTER = 2: two CTAs on vertically adjacent tiles share each W tile;
-  // each loads half of it and multicasts it to both (half the L2 reads of W).
-  static constexpr int CLUSTER = CLUSTER_;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
   // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
   // take its K blocks in turn; their sums meet in shared memory at the end.
@@ -83,8 +80,6 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && (BN / 2) % 8 == 0),
-                "a 2-CTA cluster halves W into 1024-byte aligned halves");
 };
 
 // The MMA of one warpgroup: m64 x BN x k32, e4m3 x e4m3 -> f32, both
@@ -121,31 +116,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 
   const int wg = threadIdx.x / 128;
   const int kblocks = p.K / kBlockK;
-  // Tiles are walked in cluster units: a cluster's CTAs take vertically
-  // adjacent tiles of one column (a CTA past the last row computes zeros
-  // from out-of-bounds loads and stores nothing, but keeps the protocol).
-  const uint32_t rank = C::CLUSTER > 1 ? ptx::cluster_ctarank() : 0;
-  const int unit_rows = (p.tiles_m + C::CLUSTER - 1) / C::CLUSTER;
-  const int tiles = unit_rows * p.tiles_n;
-  const int first_tile = blockIdx.x / C::CLUSTER, tile_step = gridDim.x / C::CLUSTER;
-  auto coords = [&](int tile, int& tm, int& tn) {
-    tile_coords(tile, unit_rows, p.tiles_n, C::GROUP_N, tm, tn);
-    tm = tm * C::CLUSTER + rank;
-  };
+  const int tiles = p.tiles_m * p.tiles_n;
+  const int first_tile = blockIdx.x, tile_step = gridDim.x;
+  auto coords = [&](int tile, int& tm, int& tn) { tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn); };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
-      ptx::mbar_init(full(s), 1);  // the producer's arrive (+ the copy bytes)
-      // one arrive per math warp that reads the stage, in every CTA whose
-      // copies write into it
-      ptx::mbar_init(empty(s), C::ROW_WG * 4 * C::CLUSTER);
+      ptx::mbar_init(full(s), 1);               // the producer's arrive (+ the copy bytes)
+      ptx::mbar_init(empty(s), C::ROW_WG * 4);  // one arrive per math warp that reads the stage
     }
     ptx::fence_barrier_init();
   }
-  if constexpr (C::CLUSTER > 1)
-    ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
-  else
-    __syncthreads();
+  __syncthreads();
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
@@ -164,11 +146,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-          if constexpr (C::CLUSTER > 1)
-            ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(stage),
-                                       kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
-          else
-            ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
           ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
             stage = 0;
@@ -240,10 +218,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
-      if (lane == 0) {
-        ptx::mbar_arrive(empty(s));
-        if constexpr (C::CLUSTER > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies wrote here too
-      }
+      if (lane == 0) ptx::mbar_arrive(empty(s));
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
 #pragma unroll
@@ -331,8 +306,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // the CTA's shared memory must outlive the last stores' reads of it
   if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait<0>();
   }
-  // no CTA leaves while its peer may still arrive on its barriers
-  if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
 }
 
 #else  // FP8GEN_HOST_SHIM
@@ -372,8 +345,7 @@ struct Shim {
   static void info(int* threads, int* smem, int* cluster) {
     *threads = C::THREADS;
     *smem = C::SMEM_BYTES;
-    cluster[0] = C::CLUSTER;
-    cluster[1] = cluster[2] = 1;
+    cluster[0] = cluster[1] = cluster[2] = 1;
   }
 
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
@@ -387,7 +359,7 @@ struct Shim {
     const int kblocks = K / kBlockK;
     if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER,
+        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks, uint64_t(ld_sfa) * 4, C::BM, 1,
                    CU_TENSOR_MAP_SWIZZLE_NONE) ||
@@ -401,12 +373,8 @@ struct Shim {
     p.K = K;
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
-    // whole clusters, at most one CTA per SM (assumes the GPU can co-schedule
-    // sm_count / CLUSTER clusters)
-    const long units = long((p.tiles_m + C::CLUSTER - 1) / C::CLUSTER) * p.tiles_n;
-    const long max_units = sm_count / C::CLUSTER;
-    if (max_units < 1) return kCannotImplement;
-    grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
+    const long tiles = long(p.tiles_m) * p.tiles_n;
+    grid[0] = unsigned(tiles < sm_count ? tiles : sm_count);  // persistent: at most one CTA per SM
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
