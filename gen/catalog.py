@@ -14,7 +14,7 @@ from runtime.hardware import Hardware, load_hardware
 from runtime.errors import CatalogError
 
 # The one dtype -> short-name table every name is built from.
-DTYPE_SHORT = {"bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float32": "f32"}
+DTYPE_SHORT = {"bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float32": "f32", "float4_e2m1fn_x2": "e2m1"}
 
 BLOCK_K = 128
 _NAME_OK = re.compile(r"^[a-z0-9_]+$")
@@ -182,6 +182,69 @@ class Fp8DequantSpec(KernelSpec):
 
     def constraints(self) -> Dict[str, Any]:
         return {"k_multiple": BLOCK_K, "elems_per_thread": 16}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _ScalarQuantSpec(KernelSpec):
+    """Single-scale quantizers (per tensor, per token) and the NVFP4 -> FP8
+    predequant: THREADS-wide blocks, 16 elements per thread."""
+    threads_per_block: int = 256
+
+    def tag(self) -> str:
+        return f"t{self.threads_per_block}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"elems_per_thread": 16}
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if self.threads_per_block % 32 or not 32 <= self.threads_per_block <= 1024:
+            raise CatalogError(f"{self.name}: threads must be whole warps, at most 1024")
+        if hw.compute_capability < (8, 9):
+            raise CatalogError(f"{self.name}: e4m3 conversion needs sm_89 or newer")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantTensorSpec(_ScalarQuantSpec):
+    """bf16 -> e4m3 under one per-tensor scale: device amax (stage 0), scale
+    finalize into a caller-owned state (stage 1), quantize (stage 2)."""
+    family: ClassVar[str] = "quant_tensor"
+    header: ClassVar[str] = "fp8gen/quant_scalar.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16",)
+    out_dtype: ClassVar[str] = "float8_e4m3fn"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("x", "const __nv_bfloat16*"), ("q", "uint8_t*"), ("state", "float*"), ("w_scale", "const float*"),
+        ("M", "int"), ("K", "int"), ("stage", "int"), ("eps", "float"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantTokenSpec(_ScalarQuantSpec):
+    """bf16 -> e4m3 with one scale per token (the per-row W8A8 activation)."""
+    family: ClassVar[str] = "quant_token"
+    header: ClassVar[str] = "fp8gen/quant_scalar.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16",)
+    out_dtype: ClassVar[str] = "float8_e4m3fn"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("x", "const __nv_bfloat16*"), ("q", "uint8_t*"), ("scale", "float*"), ("M", "int"), ("K", "int"),
+        ("eps", "float"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Nvfp4ToFp8Spec(_ScalarQuantSpec):
+    """NVFP4 weights (e2m1 pairs, e4m3 scales per 16, f32 global scale) ->
+    e4m3 under one scale chosen from the data (amax / 448), in the quant_tensor
+    stages."""
+    family: ClassVar[str] = "nvfp4_to_fp8"
+    header: ClassVar[str] = "fp8gen/quant_scalar.cuh"
+    in_dtypes: ClassVar[Tuple[str, ...]] = ("float4_e2m1fn_x2", "float8_e4m3fn")  # values, block scales
+    out_dtype: ClassVar[str] = "float8_e4m3fn"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("packed", "const uint8_t*"), ("block_scale", "const uint8_t*"), ("global_scale", "const float*"),
+        ("q", "uint8_t*"), ("state", "float*"), ("N", "int"), ("K", "int"), ("stage", "int"))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -358,6 +421,10 @@ class W8A8WgmmaSpec(KernelSpec):
     out_dtype: ClassVar[str] = "bfloat16"
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
     host_shim: ClassVar[bool] = True
+    scale_mode: ClassVar[str] = "kScaleBlock"  # wgmma_gemm::ScaleMode
+
+    def template_vars(self) -> Dict[str, Any]:
+        return dict(super().template_vars(), scale_mode=self.scale_mode)
 
     def tag(self) -> str:
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
@@ -411,9 +478,29 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: group_n must be >= 1")
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8RowSpec(W8A8WgmmaSpec):
+    """The wgmma GEMM for per-row FP8: per-token activation scales [M] x
+    per-channel weight scales [N], applied in the epilogue."""
+    family: ClassVar[str] = "w8a8_row"
+    scale_mode: ClassVar[str] = "kScaleRow"
+
+    def constraints(self) -> Dict[str, Any]:
+        return {"n_multiple": 8, "k_multiple": BLOCK_K, "tile_m": self.bm, "tile_n": self.bn}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8TensorSpec(W8A8RowSpec):
+    """The wgmma GEMM for per-tensor FP8: one output scale (activation x
+    weight) read through a device pointer, so no host sync anywhere."""
+    family: ClassVar[str] = "w8a8_tensor"
+    scale_mode: ClassVar[str] = "kScaleTensor"
+
+
 FAMILIES: Dict[str, Type[KernelSpec]] = {
     cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, W8A8MmaSpec, W8A16GemmSpec,
-                                W8A16GemvSpec, W8A8CutlassSpec, W8A8WgmmaSpec)
+                                W8A16GemvSpec, W8A8CutlassSpec, W8A8WgmmaSpec, QuantTensorSpec, QuantTokenSpec,
+                                Nvfp4ToFp8Spec, W8A8RowSpec, W8A8TensorSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

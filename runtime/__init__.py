@@ -22,7 +22,7 @@ from runtime.errors import (CatalogError, CompileError, Fp8genError, LaunchError
 from runtime.ffn import dense_ffn_prefill
 from runtime.hardware import cached_hardware
 from runtime.launch import launch as launch_kernel
-from runtime.projection import activation_scales, projection_plans
+from runtime.projection import projection_plans, quantize_plans
 from runtime.route import RouteLedger
 from runtime.select import Availability, Decision, Levers
 from runtime.tensors import DeviceArray
@@ -93,9 +93,7 @@ class Runtime:
         plans = []
         q = s = None
         if d.w8a8:
-            q = workspace.quantized(M, K)
-            s, mn_major = activation_scales(workspace, d, M, K)
-            plans.append(ops.quant_group(self.entries, x, q, s, device=self.device, mn_major=mn_major))
+            plans, q, s = quantize_plans(self.entries, d, x, workspace, self.device, weight)
         plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device)
         for p in plans:
             self.run_plan(p, stream)
@@ -144,6 +142,32 @@ class Runtime:
         a, w = v.matrix("w8a8_wgmma", "a", a), v.matrix("w8a8_wgmma", "weight", w)
         self.run_plan(ops.w8a8_wgmma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                  instance=instance or self._gemm_instance("w8a8_wgmma", a, w)), stream)
+
+    def quant_tensor(self, x, q, state, *, w_scale=None, eps: float = ops.DEFAULT_EPS, stream=None):
+        """Per-tensor quantization in three device steps (no host sync); see ops.quant_tensor."""
+        for plan in ops.quant_tensor(self.entries, x, q, state, w_scale=w_scale, eps=eps, device=self.device):
+            self.run_plan(plan, stream)
+
+    def quant_token(self, x, q, scale, *, eps: float = ops.DEFAULT_EPS, stream=None):
+        """Per-token quantization: scale[M], one per row."""
+        self.run_plan(ops.quant_token(self.entries, x, q, scale, eps=eps, device=self.device), stream)
+
+    def nvfp4_to_fp8(self, packed, block_scale, global_scale, q, state, *, stream=None):
+        """NVFP4 weight -> single-scale e4m3; the chosen scale lands in state[1]."""
+        for plan in ops.nvfp4_to_fp8(self.entries, packed, block_scale, global_scale, q, state, device=self.device):
+            self.run_plan(plan, stream)
+
+    def w8a8_row(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+        """Per-row W8A8: per-token a_scale[M] x per-channel w_scale[N]."""
+        a, w = v.matrix("w8a8_row", "a", a), v.matrix("w8a8_row", "weight", w)
+        self.run_plan(ops.w8a8_row(self.entries, a, a_scale, w, w_scale, out, device=self.device,
+                                   instance=instance or self._gemm_instance("w8a8_row", a, w)), stream)
+
+    def w8a8_tensor(self, a, scale, w, out, *, stream=None, instance: Optional[str] = None):
+        """Per-tensor W8A8: out = (a . w) * scale, scale a device f32 scalar."""
+        a, w = v.matrix("w8a8_tensor", "a", a), v.matrix("w8a8_tensor", "weight", w)
+        self.run_plan(ops.w8a8_tensor(self.entries, a, scale, w, out, device=self.device,
+                                      instance=instance or self._gemm_instance("w8a8_tensor", a, w)), stream)
 
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)

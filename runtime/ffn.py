@@ -34,6 +34,10 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
         v.fail(op, f"x [M, {H}] needs gate and up [I, {H}] and down [{H}, I]; got gate [{gate.n}, {gate.k}], "
                    f"up [{up.n}, {up.k}], down [{down.n}, {down.k}]")
     out_rows = v.matrix(op, "out", out).shape[0]
+    for name, w in (("gate", gate), ("up", up), ("down", down)):
+        # the composite shares one group quantization between projections;
+        # single-scale weights go through rt.linear, one projection each
+        w.expect("block", f"{op} ({name})")
     decisions = [rt.decide(M, w.n, w.k, w.format, workspace=workspace, out_rows=out_rows)
                  for w in (gate, up, down)]
     for d, what in zip(decisions, ("gate", "up", "down")):

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 from runtime import validate as v
 from runtime.errors import LoadError
 from runtime.manifest import KernelEntry
+from runtime.tensors import DeviceArray
 from runtime.dispatch import choose
 
 DEFAULT_EPS = 1e-10
@@ -243,3 +244,129 @@ def fp8_dequant(entries, w, w_scale, out, *, device: Optional[int] = None) -> La
     k = _only(entries, "fp8_dequant")[0]
     chunks = N * (K // k.constraints["elems_per_thread"])
     return Launch(k, (_ceil(chunks, k.threads), 1, 1), dict(w=Ws.ptr, w_scale=WSs.ptr, out=Os.ptr, N=N, K=K))
+
+
+# -- single-scale formats: per tensor, per row, NVFP4 predequant ---------------------
+STATE_FLOATS = 4  # quant_tensor / nvfp4_to_fp8 state: amax bits, scale, output scale, spare
+
+
+def _scalar(op: str, name: str, arr, device) -> DeviceArray:
+    """A device f32 scalar: shape () or (1,)."""
+    a = _as(op, name, arr)
+    v.require(op, a.shape in ((), (1,)), f"{name} must be a device float32 scalar (shape () or (1,)), got {a.shape}")
+    return v.array(op, name, a, dtypes=v.F32, shape=a.shape, align=4, device=device)
+
+
+def _as(op: str, name: str, obj) -> DeviceArray:
+    from runtime.tensors import as_device_array
+
+    return as_device_array(obj, f"{op}: {name}")
+
+
+def _state(op: str, state, device) -> DeviceArray:
+    return v.array(op, "state", _as(op, "state", state), dtypes=v.F32, shape=(STATE_FLOATS,), device=device,
+                   output=True)
+
+
+def _stream_grid(k: KernelEntry, elements: int) -> Tuple[int, int, int]:
+    """Blocks of a grid-stride kernel over `elements` (16 per thread), capped:
+    past a few waves more blocks only add atomics."""
+    per_block = k.threads * k.constraints["elems_per_thread"]
+    return (max(1, min(_ceil(elements, per_block), 4096)), 1, 1)
+
+
+def quant_tensor(entries, x, q, state, *, w_scale=None, eps: float = DEFAULT_EPS,
+                 device: Optional[int] = None) -> List[Launch]:
+    """bf16 x[M,K] -> e4m3 q[M,K] under one scale, in three launches on one
+    stream (device amax, scale finalize, quantize): no host sync, CUDA-graph
+    capturable. `state` is the caller's resident f32[4] (zeros before the
+    first call; the finalize step leaves state[0] at 0 again): state[1] gets
+    the activation scale, state[2] that times `w_scale` (a device scalar, the
+    weight's per-tensor scale; 1 when omitted) -- the GEMM's output scale."""
+    op = "quant_tensor"
+    x, q = v.matrix(op, "x", x), v.matrix(op, "q", q)
+    M, K = x.shape
+    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
+    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
+    xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
+    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+    st = _state(op, state, device)
+    ws = _scalar(op, "w_scale", w_scale, device).ptr if w_scale is not None else 0
+    k = _only(entries, op)[0]
+    args = dict(x=xs.ptr, q=qs.ptr, state=st.ptr, w_scale=ws, M=M, K=K, eps=float(eps))
+    grid = _stream_grid(k, M * K)
+    return [Launch(k, grid, dict(args, stage=0)), Launch(k, (1, 1, 1), dict(args, stage=1)),
+            Launch(k, grid, dict(args, stage=2))]
+
+
+def quant_token(entries, x, q, scale, *, eps: float = DEFAULT_EPS, device: Optional[int] = None) -> Launch:
+    """bf16 x[M,K] -> e4m3 q[M,K] with one f32 scale per token, scale[M]."""
+    op = "quant_token"
+    x, q, scale = v.matrix(op, "x", x), v.matrix(op, "q", q), _as(op, "scale", scale)
+    M, K = x.shape
+    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
+    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
+    xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
+    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+    ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(M,), align=4, device=device, output=True)
+    k = _only(entries, op)[0]
+    return Launch(k, (M, 1, 1), dict(x=xs.ptr, q=qs.ptr, scale=ss.ptr, M=M, K=K, eps=float(eps)))
+
+
+def nvfp4_to_fp8(entries, packed, block_scale, global_scale, q, state, *,
+                 device: Optional[int] = None) -> List[Launch]:
+    """NVFP4 weight -> e4m3 q[N,K] under one scale chosen from the data
+    (amax/448: nothing overflows), reported in state[1] (the new weight's
+    per-tensor scale). packed [N, K/2] u8 (element 2j in the low nibble),
+    block_scale [N, K/16] e4m3, global_scale a device f32 scalar."""
+    op = "nvfp4_to_fp8"
+    packed, block_scale, q = v.matrix(op, "packed", packed), v.matrix(op, "block_scale", block_scale), \
+        v.matrix(op, "q", q)
+    N, K = q.shape
+    v.require(op, N >= 1 and K >= 16 and K % 16 == 0, f"q must be [N >= 1, K] with K a multiple of 16, got {q.shape}")
+    ps = v.array(op, "packed", packed, dtypes=("u8",), shape=(N, K // 2), align=8, device=device)
+    bs = v.array(op, "block_scale", block_scale, dtypes=v.E4M3, shape=(N, K // 16), align=1, device=device)
+    gs = _scalar(op, "global_scale", global_scale, device)
+    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(N, K), device=device, output=True)
+    st = _state(op, state, device)
+    k = _only(entries, op)[0]
+    args = dict(packed=ps.ptr, block_scale=bs.ptr, global_scale=gs.ptr, q=qs.ptr, state=st.ptr, N=N, K=K)
+    grid = _stream_grid(k, N * K)
+    return [Launch(k, grid, dict(args, stage=0)), Launch(k, (1, 1, 1), dict(args, stage=1)),
+            Launch(k, grid, dict(args, stage=2))]
+
+
+def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+    a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
+    M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    Ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
+    if op == "w8a8_row":
+        Ss = v.array(op, "a_scale", _as(op, "a_scale", a_scale), dtypes=v.F32, shape=(M,), align=4, device=device)
+        WSs = v.array(op, "weight_scale", _as(op, "weight_scale", w_scale), dtypes=v.F32, shape=(N,), align=4,
+                      device=device)
+        a_ptr, w_ptr = Ss.ptr, WSs.ptr
+    else:
+        a_ptr, w_ptr = _scalar(op, "scale", a_scale, device).ptr, 0
+    k = _instance(_only(entries, op), M, instance)
+    return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr, out=Os.ptr,
+                                     M=M, N=N, K=K))
+
+
+def w8a8_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+             instance: Optional[str] = None) -> Launch:
+    """out[M,N] bf16 = (a[M,K] e4m3 . w[N,K] e4m3) * a_scale[M] (per token) *
+    w_scale[N] (per channel), FP32 accumulation, scaled once."""
+    return _single_scale_gemm("w8a8_row", entries, a, a_scale, w, w_scale, out, device, instance)
+
+
+def w8a8_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
+                instance: Optional[str] = None) -> Launch:
+    """out[M,N] bf16 = (a . w) * scale, `scale` a device f32 scalar (e.g.
+    quant_tensor's state[2]: activation x weight scale), read on the device."""
+    return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from runtime import ops
-from runtime.select import ARM_W8A8_FAST, ARM_W8A16_GEMV, Decision
+from runtime.select import ARM_W8A8_FAST, ARM_W8A8_ROW, ARM_W8A8_TENSOR, ARM_W8A16_GEMV, Decision
 from runtime.weights import BLOCK, Fp8Weight
 
 
@@ -19,8 +19,33 @@ def activation_scales(workspace, d: Decision, M: int, K: int):
     return workspace.scales(M, K), False
 
 
+def quantize_plans(entries, d: Decision, x, workspace, device: Optional[int], weight: Fp8Weight):
+    """The activation quantization a W8A8 arm reads: (plans, q, scale). Block
+    arms: quant_group (scale layout per arm); per-tensor: the three device
+    steps into the workspace's resident state (scale = its output scale);
+    per-row: per-token scales."""
+    M, K = x.shape
+    q = workspace.quantized(M, K)
+    if d.arm == ARM_W8A8_TENSOR:
+        plans = ops.quant_tensor(entries, x, q, workspace.tensor_state(), w_scale=weight.scale, device=device)
+        return plans, q, workspace.tensor_scale()
+    if d.arm == ARM_W8A8_ROW:
+        s = workspace.token_scales(M, K)
+        return [ops.quant_token(entries, x, q, s, device=device)], q, s
+    s, mn_major = activation_scales(workspace, d, M, K)
+    return [ops.quant_group(entries, x, q, s, device=device, mn_major=mn_major)], q, s
+
+
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,
                      device: Optional[int]) -> List[ops.Launch]:
+    if d.arm == ARM_W8A8_TENSOR:
+        weight.expect("tensor", d.arm)
+        return [ops.w8a8_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
+    if d.arm == ARM_W8A8_ROW:
+        weight.expect("row", d.arm)
+        w_scale = weight.scale if weight.scale.shape == (weight.n,) else \
+            type(weight.scale).raw(weight.scale.ptr, (weight.n,), "f32", device=weight.scale.device)
+        return [ops.w8a8_row(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_FAST:
         plan = ops.FAST_PLANS[d.family]
         return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance)]

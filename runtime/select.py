@@ -21,7 +21,12 @@ ARM_W8A8_FAST = "W8A8 fast"
 ARM_W8A8_IN_TREE = "W8A8 in-tree"
 ARM_W8A16_GEMM = "W8A16 GEMM"
 ARM_W8A16_GEMV = "W8A16 GEMV"
-W8A8_ARMS = (ARM_W8A8_FAST, ARM_W8A8_IN_TREE)
+ARM_W8A8_TENSOR = "W8A8 per-tensor"
+ARM_W8A8_ROW = "W8A8 per-row"
+W8A8_ARMS = (ARM_W8A8_FAST, ARM_W8A8_IN_TREE, ARM_W8A8_TENSOR, ARM_W8A8_ROW)
+# Single-scale weight formats: their arm, GEMM family and activation quantizer.
+SCALAR_ROUTES = {"tensor": (ARM_W8A8_TENSOR, "w8a8_tensor", "quant_tensor"),
+                 "row": (ARM_W8A8_ROW, "w8a8_row", "quant_token")}
 
 # sm_90a fast families (wgmma, CUTLASS), preferred in this order when built.
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
@@ -39,6 +44,10 @@ NUMERICS = {
     ARM_W8A8_IN_TREE: "e4m3 x e4m3, 1x128 activation / 128x128 weight scales, FP32 promotion per 128 K, bf16 out",
     ARM_W8A16_GEMM: "bf16 x e4m3 (128x128 weight scales), FP32 accumulation, bf16 out",
     ARM_W8A16_GEMV: "bf16 x e4m3 (128x128 weight scales), FP32 accumulation, bf16 out, weights streamed once",
+    ARM_W8A8_TENSOR: "e4m3 x e4m3, one activation scale per tensor (device amax, no host sync) x the weight's "
+                     "scalar, 128-K partials added in FP32, scaled once in the epilogue, bf16 out",
+    ARM_W8A8_ROW: "e4m3 x e4m3, per-token activation x per-channel weight scales, 128-K partials added in FP32, "
+                  "scaled once in the epilogue, bf16 out",
 }
 
 
@@ -118,8 +127,8 @@ class Decision:
         """The kernel family of `instance` (an instance's name starts with its family)."""
         if self.instance is None:
             return None
-        return next(f for f in (*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm")
-                    if self.instance.startswith(f + "_"))
+        return next(f for f in (*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm", "w8a8_tensor",
+                                "w8a8_row") if self.instance.startswith(f + "_"))
 
     @property
     def failed(self) -> Optional[Clause]:
@@ -141,6 +150,13 @@ class Decision:
         return "\n".join(lines) + "\n"
 
 
+def _kill_switch(knobs: Knobs) -> Clause:
+    return Clause("kill_switch", not knobs.w8a16_only,
+                  "FP8GEN_W8A16_ONLY is absent" if not knobs.w8a16_only else
+                  "FP8GEN_W8A16_ONLY is set (presence means on, whatever the value): operator escape hatch",
+                  "gate_off")
+
+
 def _clauses(m: int, s: Shard, weight_format: str, knobs: Knobs, levers: Levers, available: Availability,
              w8a8_built: bool, arch: str) -> List[Clause]:
     shard_note = f" ({s.describe()})" if s.tp > 1 else ""
@@ -151,10 +167,7 @@ def _clauses(m: int, s: Shard, weight_format: str, knobs: Knobs, levers: Levers,
                                      (f"a W8A8 GEMM for {arch}", w8a8_built),
                                      ("the scratch workspace", available.scratch)) if not ok]
     return [
-        Clause("kill_switch", not knobs.w8a16_only,
-               "FP8GEN_W8A16_ONLY is absent" if not knobs.w8a16_only else
-               "FP8GEN_W8A16_ONLY is set (presence means on, whatever the value): operator escape hatch",
-               "gate_off"),
+        _kill_switch(knobs),
         Clause("m_above_gemv", m > GEMV_MAX_M,
                f"m={m} > {GEMV_MAX_M}" if m > GEMV_MAX_M else
                f"m={m} <= {GEMV_MAX_M}: stays on the batch GEMV, which streams each weight once", "small_m"),
@@ -225,6 +238,8 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     if m < 1:
         raise ValidationError(f"m must be >= 1, got {m}")
     s = shard(n, k, tp, parallel)
+    if weight_format in SCALAR_ROUTES:
+        return _scalar_decision(m, s, weight_format, knobs, available, entries, arch, dispatch)
     w8a8_built = bool(entries.get(IN_TREE_FAMILY)) or any(entries.get(f) for f in FAST_FAMILIES)
     clauses = _clauses(m, s, weight_format, knobs, levers, available, w8a8_built, arch)
     notes: List[str] = []
@@ -252,3 +267,33 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     else:
         notes.append(f"no {family} kernel is built for {arch}")
     return Decision(m, s, weight_format, arm, instance, tuple(clauses), tuple(fast_clauses), tuple(notes))
+
+
+def _scalar_decision(m: int, s: Shard, weight_format: str, knobs: Knobs, available: Availability,
+                     entries: Dict[str, List[KernelEntry]], arch: str, dispatch: Dict) -> Decision:
+    """PerTensor / PerRow weights: their own W8A8 arm (no W8A16 kernel reads
+    these scales, so a failed clause leaves no route, and says why)."""
+    arm, family, quantizer = SCALAR_ROUTES[weight_format]
+    missing = [f for f in (family, quantizer) if not entries.get(f)]
+    shard_note = f" ({s.describe()})" if s.tp > 1 else ""
+    clauses = [
+        _kill_switch(knobs),
+        Clause("k_multiple_of_128", s.k % BLOCK == 0,
+               f"k={s.k}{shard_note} is a multiple of 128" if s.k % BLOCK == 0 else
+               f"k={s.k}{shard_note} is not a multiple of 128: the GEMM walks K in 128-wide blocks", "bad_shape"),
+        Clause("n_multiple_of_8", s.n % 8 == 0,
+               f"n={s.n}{shard_note} is a multiple of 8" if s.n % 8 == 0 else
+               f"n={s.n}{shard_note} is not a multiple of 8: bf16 output rows of whole 16-byte vectors",
+               "bad_shape"),
+        Clause("kernels_loaded", not missing and available.scratch,
+               (f"{quantizer}, {family} and scratch are present" if not missing and available.scratch else
+                "missing " + ", ".join(missing + ([] if available.scratch else ["scratch"])) +
+                ": a null handle or buffer is a gate, not a fault")
+               + (f" ({available.note})" if available.note else ""), "no_operand"),
+    ]
+    if all(c.holds for c in clauses):
+        inst = choose(entries[family], dispatch, m, s.n, s.k).name
+        return Decision(m, s, weight_format, arm, inst, tuple(clauses), ())
+    note = f"no W8A16 kernel takes {FORMATS[weight_format]} weights: this projection has no route on {arch}"
+    return Decision(m, s, weight_format, ARM_W8A16_GEMV if m <= GEMV_MAX_M else ARM_W8A16_GEMM, None,
+                    tuple(clauses), (), (note,))

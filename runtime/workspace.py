@@ -41,10 +41,13 @@ class Workspace:
         # room for MN-major scales too: [K/128, M_pad], M padded to 4 tokens
         s_bytes = _up(_pad4(max_m) * (self.quant_k // _BLOCK) * 4)
         ffn_bytes = _up(max_m * ffn_intermediate * 2)
-        self._offsets = {"q": 0, "scale": q_bytes, "gate": q_bytes + s_bytes, "up": q_bytes + s_bytes + ffn_bytes}
-        self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes
+        self._offsets = {"q": 0, "scale": q_bytes, "gate": q_bytes + s_bytes, "up": q_bytes + s_bytes + ffn_bytes,
+                         "state": q_bytes + s_bytes + 2 * ffn_bytes}
+        self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes + _ALIGN
         with rt.ctx.current():
             self._ptr = int(check(driver.cuMemAlloc(self.nbytes), "cuMemAlloc"))
+            # the per-tensor state starts at zero (its amax slot must); set once, here
+            check(driver.cuMemsetD8(self._ptr + self._offsets["state"], 0, _ALIGN), "cuMemsetD8")
         # Freed by close(), or when the workspace is garbage-collected.
         self._finalizer = weakref.finalize(self, _free, rt.ctx, self._ptr)
 
@@ -68,6 +71,18 @@ class Workspace:
     def scales_mn_major(self, M: int, K: int) -> DeviceArray:
         """The same region as MN-major [K/128, M_pad] (M_pad = M rounded up to 4)."""
         return self._view("scale", M, K, self.quant_k, (K // _BLOCK, _pad4(M)), "f32")
+
+    def token_scales(self, M: int, K: int) -> DeviceArray:
+        """The scale region as per-token scales [M] (the per-row W8A8 arm)."""
+        return self._view("scale", M, K, self.quant_k, (M,), "f32")
+
+    def tensor_state(self) -> DeviceArray:
+        """The per-tensor quantizer's resident state, f32[4] (ops.quant_tensor)."""
+        return self._view("state", 1, 0, 0, (4,), "f32")
+
+    def tensor_scale(self) -> DeviceArray:
+        """state[2], the per-tensor GEMM's output scale, as a device scalar."""
+        return DeviceArray.raw(self.tensor_state().ptr + 8, (), "f32", device=self.rt.device)
 
     def ffn_gate(self, M: int, intermediate: int) -> DeviceArray:
         return self._view("gate", M, intermediate, self.ffn_intermediate, (M, intermediate), "bf16")

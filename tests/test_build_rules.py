@@ -101,10 +101,11 @@ def test_a_header_edit_moves_exactly_its_dependents_keys(tmp_path):
     before = keys(copy)
     (copy / "fp8gen/quant_group.cuh").write_text((copy / "fp8gen/quant_group.cuh").read_text() + "// edit\n")
     moved = {k.split("/")[0] for k, v in keys(copy).items() if before[k] != v}
-    assert moved == {"quant_group", "quant_silu_mul"}
+    assert moved == {"quant_group", "quant_silu_mul", "quant_tensor", "quant_token", "nvfp4_to_fp8"}
     (copy / "fp8gen/tile.cuh").write_text((copy / "fp8gen/tile.cuh").read_text() + "// edit\n")
     moved = {k.split("/")[0] for k, v in keys(copy).items() if before[k] != v}
-    assert moved == {"quant_group", "quant_silu_mul", "w8a8_mma", "w8a16_gemm"}
+    assert moved == {"quant_group", "quant_silu_mul", "quant_tensor", "quant_token", "nvfp4_to_fp8", "w8a8_mma",
+                     "w8a16_gemm"}
 
 
 def test_atomic_writes_keep_a_readable_mode(tmp_path):

@@ -31,6 +31,10 @@ class FakeDriver:
     def cuMemAlloc(nbytes):
         return nbytes
 
+    @staticmethod
+    def cuMemsetD8(ptr, value, count):
+        return 0
+
 
 @pytest.fixture
 def fake(sm90a_entries, monkeypatch):
@@ -119,8 +123,30 @@ def test_formats_never_reach_a_kernel(fake):
     row = weight(I, H, scale_shape=(I,))
     with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
         rt.fp8_dequant(row, arr((I, H), "bf16"))
-    with pytest.raises(runtime.FormatError):
-        rt.linear(arr((949, H), "bf16"), row, arr((949, I), "bf16"), rt.workspace(2048, H))
+    ws = rt.workspace(2048, H, ffn_intermediate=I)
+    with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
+        runtime.dense_ffn_prefill(arr((949, H), "bf16"), row, row, weight(H, I, scale_shape=(H,)), ws,
+                                  out=arr((949, H), "bf16"))
     with pytest.raises(runtime.ValidationError, match="Fp8Weight"):
         rt.linear(arr((949, H), "bf16"), arr((I, H), "e4m3"), arr((949, I), "bf16"), rt.workspace(2048, H))
     assert launches == []
+
+
+def test_single_scale_weights_take_their_own_kernels(fake):
+    """PerTensor: three quant_tensor steps into the workspace's resident state,
+    then w8a8_tensor reading state[2] on the device; PerRow: quant_token, then
+    w8a8_row with the per-token and per-channel scales."""
+    rt, launches = fake
+    ws = rt.workspace(2048, H)
+    d = rt.linear(arr((949, H), "bf16"), weight(I, H, scale_shape=()), arr((949, I), "bf16"), ws)
+    assert d.arm == "W8A8 per-tensor"
+    assert families(launches) == ["quant_tensor"] * 3 + ["w8a8_tensor"]
+    assert [a["stage"] for _, _, a in launches[:3]] == [0, 1, 2]
+    state = ws.tensor_state().ptr
+    assert all(a["state"] == state for _, _, a in launches[:3]) and launches[3][2]["a_scale"] == state + 8
+    assert launches[0][2]["w_scale"] != 0 and launches[3][2]["a"] == launches[2][2]["q"]
+    launches.clear()
+    w = weight(I, H, scale_shape=(I, 1))
+    d = rt.linear(arr((949, H), "bf16"), w, arr((949, I), "bf16"), ws)
+    assert d.arm == "W8A8 per-row" and families(launches) == ["quant_token", "w8a8_row"]
+    assert launches[1][2]["a_scale"] == launches[0][2]["scale"] and launches[1][2]["w_scale"] == w.scale.ptr

@@ -69,7 +69,6 @@ FLIPS = {
     "m_above_gemv": dict(m=4),
     "m_within_lever": dict(levers=select.Levers(max_m_widening=512)),
     "block_scaled_enabled": dict(knobs=Knobs(fp8_single_scale=True)),
-    "weight_block_scaled": dict(weight_format="row"),
     "k_multiple_of_128": dict(k=5120 + 64),
     "n_multiple_of_128": dict(n=2112),
     "kernels_loaded": dict(available=select.Availability(quantizer=True, scratch=False)),
@@ -137,8 +136,27 @@ def test_fast_instance_constraints_come_from_its_manifest_entry(entries):
 
 
 def test_no_w8a16_instance_where_the_kernels_cannot_run(entries):
-    assert decide(entries, weight_format="tensor").instance is None
+    no_scalar = {f: e for f, e in entries.items() if f not in ("w8a8_tensor", "quant_tensor")}
+    d = decide(no_scalar, weight_format="tensor")
+    assert d.instance is None and not d.w8a8 and "no route" in d.notes[0]
     assert decide(entries, k=5120 + 64).instance is None
+
+
+@pytest.mark.parametrize("fmt,arm,family", [("tensor", select.ARM_W8A8_TENSOR, "w8a8_tensor"),
+                                            ("row", select.ARM_W8A8_ROW, "w8a8_row")])
+def test_single_scale_formats_take_their_own_w8a8_arm(entries, fmt, arm, family):
+    """PerTensor / PerRow weights never reach a block-scaled kernel: they route
+    to their arm when its quantizer, GEMM and scratch exist, and every other
+    way get no route, naming the failed clause."""
+    d = decide(entries, weight_format=fmt)
+    assert d.arm == arm and d.w8a8 and d.family == family
+    for over, failed in ((dict(knobs=Knobs(w8a16_only=True)), "kill_switch"), (dict(k=5120 + 64), "k_multiple_of_128"),
+                         (dict(n=2116), "n_multiple_of_8"),
+                         (dict(available=select.Availability(quantizer=True, scratch=False)), "kernels_loaded")):
+        d = decide(entries, weight_format=fmt, **over)
+        assert not d.w8a8 and d.instance is None and [c.name for c in d.clauses if not c.holds] == [failed]
+    # the block-scaled kill switch for prefill does not govern single-scale weights
+    assert decide(entries, weight_format=fmt, knobs=Knobs(fp8_single_scale=True)).arm == arm
 
 
 # -- weight formats -----------------------------------------------------------
@@ -199,14 +217,17 @@ def test_ledger_counts_and_logs_each_route_once(entries, caplog):
     ledger.record(decide(entries, m=2))
     ledger.entry()
     ledger.record(decide(entries, weight_format="row"))
+    ledger.entry()
+    ledger.record(decide(entries, weight_format="row", knobs=Knobs(w8a16_only=True)))
     snap = ledger.snapshot()
-    assert snap["entries"] == 6 and snap["gate_off"] == 1 and snap["small_m"] == 1 and snap["bad_scale"] == 1
-    assert snap["hits"] == {select.ARM_W8A8_IN_TREE: 3, select.ARM_W8A16_GEMM: 2, select.ARM_W8A16_GEMV: 1}
-    assert snap["refusals"] == {"kill_switch": 1, "m_above_gemv": 1, "weight_block_scaled": 1}
+    assert snap["entries"] == 7 and snap["gate_off"] == 2 and snap["small_m"] == 1
+    assert snap["hits"] == {select.ARM_W8A8_IN_TREE: 3, select.ARM_W8A16_GEMM: 2, select.ARM_W8A16_GEMV: 1,
+                            select.ARM_W8A8_ROW: 1}
+    assert snap["refusals"] == {"kill_switch": 2, "m_above_gemv": 1}
     lines = [r.getMessage() for r in caplog.records]
     assert sum("W8A8 in-tree" in line for line in lines) == 1
     assert any("W8A16 GEMM" in line and "kill_switch failed" in line for line in lines)
-    assert len(lines) == 4
+    assert len(lines) == 5
 
 
 # -- gen explain --------------------------------------------------------------------

@@ -28,20 +28,29 @@ namespace fp8gen::wgmma_gemm {
 
 constexpr int kBlockK = 128;  // one activation / weight scale per 128 K
 
+// How the output is scaled. Block: 1x128 activation x 128x128 weight scales,
+// applied per 128-K block. Row: per-token x per-output-channel scales, and
+// Tensor: one scalar read through a device pointer, both applied once in the
+// epilogue (the 128-K partial sums are still added in FP32 per block).
+enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
+
 struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows, 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
   CUtensorMap tma_sa;  // A scales: box BM tokens x 1 K block
   CUtensorMap tma_out; // out: box 64 columns x 64 rows of bf16, 128-byte swizzle (TMA-store epilogue)
-  const float* w_scale;
+  const float* w_scale;  // block: [ceil(N/128), K/128]; per-row: [N]; per-tensor: unused
+  const float* a_scale;  // per-row: per-token [M]; per-tensor: the output scale (a device scalar)
   __nv_bfloat16* out;
   int M, N, K;
   int tiles_m, tiles_n;
 };
 
-template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_>
+template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
+  static constexpr int SCALE_MODE = SCALE_MODE_;
+  static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
   // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
   // take its K blocks in turn; their sums meet in shared memory at the end.
@@ -64,7 +73,7 @@ struct Config {
   // bytes of slack to align the base.
   static constexpr int SMEM_BYTES =
       STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + 1024;
-  static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + SA_BYTES;
+  static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + (BLOCK_SCALES ? SA_BYTES : 0);
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
   // Four math warpgroups keep the launch's allotment (65536 / 640 threads):
@@ -135,7 +144,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if (threadIdx.x == C::MATH_WG * 128) {
       ptx::prefetch_tensormap(&p.tma_a);
       ptx::prefetch_tensormap(&p.tma_w);
-      ptx::prefetch_tensormap(&p.tma_sa);
+      if constexpr (C::BLOCK_SCALES) ptx::prefetch_tensormap(&p.tma_sa);
       if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
@@ -147,7 +156,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
           ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
-          ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
+          if constexpr (C::BLOCK_SCALES)
+            ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
             stage = 0;
             phase ^= 1;
@@ -186,8 +196,16 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // then serializes every wgmma. The math warpgroups overlap each other's
     // promotion instead.) The weight scales come from global memory (L2):
     // they are loaded one block ahead, off the critical path.
-    const int first = min(k_lane, kblocks - 1);
-    float wsc_lo = __ldg(ws_lo + first), wsc_hi = C::MAY_STRADDLE ? __ldg(ws_hi + first) : wsc_lo;
+    // (Row and tensor modes scale once at the end: here every factor is 1.)
+    auto w_scales = [&](int kb, float& lo, float& hi) {
+      lo = hi = 1.f;
+      if constexpr (C::BLOCK_SCALES) {
+        lo = __ldg(ws_lo + kb);
+        hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
+      }
+    };
+    float wsc_lo, wsc_hi;
+    w_scales(min(k_lane, kblocks - 1), wsc_lo, wsc_hi);
     for (int kb = 0; kb < kblocks; ++kb) {
       // every warpgroup walks every stage (the ring's order), using its own
       const int s = stage;
@@ -208,10 +226,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
       // the scales' latencies hide behind the MMAs
-      const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
-      const float sa0 = sa[row], sa1 = sa[row + 8];
-      const int next = min(kb + C::KSPLIT, kblocks - 1);
-      const float next_lo = __ldg(ws_lo + next), next_hi = C::MAY_STRADDLE ? __ldg(ws_hi + next) : next_lo;
+      float sa0 = 1.f, sa1 = 1.f;
+      if constexpr (C::BLOCK_SCALES) {
+        const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
+        sa0 = sa[row];
+        sa1 = sa[row + 8];
+      }
+      float next_lo, next_hi;
+      w_scales(min(kb + C::KSPLIT, kblocks - 1), next_lo, next_hi);
 #pragma unroll
       for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_wait<0>();
@@ -254,6 +276,28 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       ptx::named_barrier(15, C::MATH_WG * 128);  // the sums are read before the next tile writes them
       if (k_lane > 0) continue;
+    }
+
+    if constexpr (C::SCALE_MODE == kScaleRow) {
+      // out = acc * (a_scale[token] * w_scale[channel]); rows and columns past
+      // the edges get 0 (they are not stored)
+      const int m_lo = tm * C::BM + row;
+      const float r0 = m_lo < p.M ? __ldg(p.a_scale + m_lo) : 0.f;
+      const float r1 = m_lo + 8 < p.M ? __ldg(p.a_scale + m_lo + 8) : 0.f;
+#pragma unroll
+      for (int c = 0; c < C::BN / 8; ++c) {
+        const int col = n0 + 8 * c + 2 * (lane % 4);  // N % 8 == 0: col < N means col + 1 < N
+        const float w0 = col < p.N ? __ldg(p.w_scale + col) : 0.f;
+        const float w1 = col < p.N ? __ldg(p.w_scale + col + 1) : 0.f;
+        acc[4 * c + 0] *= r0 * w0;
+        acc[4 * c + 1] *= r0 * w1;
+        acc[4 * c + 2] *= r1 * w0;
+        acc[4 * c + 3] *= r1 * w1;
+      }
+    } else if constexpr (C::SCALE_MODE == kScaleTensor) {
+      const float scale = __ldg(p.a_scale);  // written on the device by the quantizer's finalize step
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) acc[i] *= scale;
     }
 
     if constexpr (C::TMA_STORE) {
@@ -351,8 +395,8 @@ struct Shim {
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
                      const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {
     if (cap < sizeof(Params)) return kBufferTooSmall;
-    if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || ld_sfa < M || ld_sfa % 4 || sm_count < 1)
-      return kCannotImplement;
+    if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1) return kCannotImplement;
+    if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
     if (!encoder()) return kNoDriver;
     Params p;
     std::memset(&p, 0, sizeof(p));
@@ -361,12 +405,13 @@ struct Shim {
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks, uint64_t(ld_sfa) * 4, C::BM, 1,
-                   CU_TENSOR_MAP_SWIZZLE_NONE) ||
+        (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
+                                       uint64_t(ld_sfa) * 4, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
         (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2, 64, 64,
                                     CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
     p.w_scale = sfw;
+    p.a_scale = sfa;
     p.out = static_cast<__nv_bfloat16*>(d);
     p.M = M;
     p.N = N;
