@@ -89,3 +89,49 @@ def fp8_dequant(w_q: np.ndarray, w_s: np.ndarray) -> np.ndarray:
     N, K = w_q.shape
     s = np.repeat(np.repeat(w_s.astype(np.float32), GROUP, axis=0)[:N], GROUP, axis=1)
     return (w_q.astype(np.float32) * s).astype(BF16)
+
+
+def _single_scale(amax, eps) -> np.float32:
+    return np.float32(np.maximum(np.float32(amax), np.float32(eps))) / E4M3_MAX
+
+
+def _to_e4m3(v: np.ndarray, s) -> np.ndarray:
+    q = (v.astype(np.float32) / np.float32(s)).astype(np.float32)
+    return np.clip(q, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+
+
+def quant_tensor(x: np.ndarray, eps: float = 1e-10):
+    """One scale for the tensor: s = max(amax, eps)/448, q = sat_e4m3(x/s)."""
+    x = np.asarray(x, dtype=np.float32)
+    s = _single_scale(np.abs(x).max(), eps)
+    return _to_e4m3(x, s), np.float32(s)
+
+
+def quant_token(x: np.ndarray, eps: float = 1e-10):
+    """One scale per row: s[m] = max(amax_m, eps)/448."""
+    x = np.asarray(x, dtype=np.float32)
+    s = (np.maximum(np.abs(x).max(axis=1), np.float32(eps)).astype(np.float32) / E4M3_MAX).astype(np.float32)
+    return _to_e4m3(x, s[:, None]), s
+
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], np.float32)
+
+
+def nvfp4_decode(packed: np.ndarray, block_scale: np.ndarray, global_scale) -> np.ndarray:
+    """packed [N, K/2] u8 (element 2j in the low nibble), e4m3 block scales
+    [N, K/16] (as u8 bytes), f32 global scale -> float32 [N, K] values:
+    (e2m1 * block scale), exact in float32, times the global scale (rounded once)."""
+    N, half = packed.shape
+    codes = np.empty((N, 2 * half), np.uint8)
+    codes[:, 0::2] = packed & 0xF
+    codes[:, 1::2] = packed >> 4
+    v = np.where(codes & 8, -1.0, 1.0).astype(np.float32) * E2M1[codes & 7]
+    sf = np.repeat(block_scale.view(E4M3).astype(np.float32), 16, axis=1)
+    return ((v * sf).astype(np.float32) * np.float32(global_scale)).astype(np.float32)
+
+
+def nvfp4_to_fp8(packed, block_scale, global_scale):
+    """-> (e4m3 [N,K], its single scale amax/448: nothing overflows)."""
+    v = nvfp4_decode(packed, block_scale, global_scale)
+    s = _single_scale(np.abs(v).max(), 1e-30)
+    return _to_e4m3(v, s), np.float32(s)

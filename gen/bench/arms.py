@@ -76,8 +76,14 @@ class ShapeInputs:
             w_deq = dequant_weight(w_q, w_s)
             if i == 0:
                 self.w_deq0 = w_deq  # float64 reference operand of the first set
+            # the same weight quantized per tensor (one scale), for the per-tensor arms
+            w_t_s = (w_deq.abs().max() / 448.0).float().reshape(())
+            w_t_q = (w_deq / w_t_s.double()).clamp(-448, 448).to(torch.float8_e4m3fn)
+            if i == 0:
+                self.w_t_deq0 = w_t_q.double() * w_t_s.double()
             self.sets.append(dict(w_q=w_q, w_s=w_s, w_fp8=w_q.view(torch.float8_e4m3fn),
-                                  w_bf16=w_deq.to(torch.bfloat16)))
+                                  w_bf16=w_deq.to(torch.bfloat16), w_t_fp8=w_t_q, w_t_q=w_t_q.view(torch.uint8),
+                                  w_t_s=w_t_s))
 
 
 def _activations(ctx: Context, M: int, K: int, count: int):
@@ -89,8 +95,11 @@ def _activations(ctx: Context, M: int, K: int, count: int):
         x = with_outliers((M, K), ctx.gen).to(torch.bfloat16)
         a_q, a_s = quantize_act(x)
         a_s_gm = a_s.t().contiguous()  # MN-major [K/128, M]: token index contiguous
+        # per tensor: one scale for the whole activation
+        a_t_s = (x.float().abs().max() / 448.0).reshape(())
+        a_t_q = (x.float() / a_t_s).clamp(-448, 448).to(torch.float8_e4m3fn)
         out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn), a_s_gm=a_s_gm,
-                        a_s_mn=a_s_gm.t()))
+                        a_s_mn=a_s_gm.t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s))
     return out
 
 
@@ -143,6 +152,24 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
             run("cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8)
         except RuntimeError as e:  # e.g. a shape cuBLASLt refuses
             ctx.failures.append(f"cublaslt_block M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+    if ctx.want("w8a8_tensor") or ctx.want("cublaslt_tensor"):
+        # per-tensor arms on the same per-tensor inputs (GEMM only: the
+        # quantization is the caller's in both)
+        ref_tensor = (acts[0]["a_t_fp8"].double() * acts[0]["a_t_s"].double()) @ shape.w_t_deq0.T
+        for a, w in zip(acts, ws):
+            a["t_scale"] = (a["a_t_s"] * w["w_t_s"]).reshape(())  # our kernel's one output scale
+    if ctx.want("w8a8_tensor"):
+        for inst in _instances(ctx, "w8a8_tensor", M, N, K):
+            run("w8a8_tensor", inst, lambda a, w, o, i=inst: rt.w8a8_tensor(a["a_t_q"], a["t_scale"], w["w_t_q"], o,
+                                                                             instance=i), ref_tensor)
+    if ctx.want("cublaslt_tensor"):
+        def scaled_mm_tensor(a, w, o):
+            torch._scaled_mm(a["a_t_fp8"], w["w_t_fp8"].t(), scale_a=a["a_t_s"], scale_b=w["w_t_s"],
+                             out_dtype=torch.bfloat16, out=o)
+        try:
+            run("cublaslt_tensor", "torch._scaled_mm per-tensor", scaled_mm_tensor, ref_tensor)
+        except RuntimeError as e:
+            ctx.failures.append(f"cublaslt_tensor M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
     if ctx.want("torch_bf16"):
         run("torch_bf16", "torch.matmul bf16", lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o),
             None)

@@ -8,6 +8,8 @@ from typing import Dict, List, Optional, Tuple
 from gen.bench.grid import validate_record
 
 BASELINE = "cublaslt_block"
+# Arms measured against another peer than BASELINE (same numerics family).
+PEER_OF = {"w8a8_tensor": "cublaslt_tensor"}
 
 
 def write_json(doc: Dict, path: Path) -> None:
@@ -29,7 +31,8 @@ def _gemm_index(rows: List[Dict]) -> Dict[Tuple[int, int, int], Dict[str, Dict]]
 
 
 def ratio_table(doc: Dict) -> str:
-    """TFLOP/s per arm and its ratio to cuBLASLt block scaling, per point."""
+    """TFLOP/s per arm and its ratio to its peer (cuBLASLt block scaling,
+    or cuBLASLt per-tensor for the per-tensor arm), per point."""
     index = _gemm_index(doc["rows"])
     impls = sorted({i for point in index.values() for i in point if i != BASELINE})
     head = ["N×K", "M", "roofline", BASELINE] + [f"{i} (×)" for i in impls]
@@ -43,6 +46,9 @@ def ratio_table(doc: Dict) -> str:
             r = point.get(impl)
             if r is None:
                 cells.append("—")
+            elif impl in PEER_OF and point.get(PEER_OF[impl]):
+                cells.append(f"{r['tflops']:.0f} ({r['tflops'] / point[PEER_OF[impl]]['tflops']:.2f} "
+                             f"vs {PEER_OF[impl]})")
             elif base:
                 cells.append(f"{r['tflops']:.0f} ({r['tflops'] / base['tflops']:.2f})")
             else:
