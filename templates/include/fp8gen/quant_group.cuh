@@ -29,11 +29,12 @@ __device__ __forceinline__ float pow2_ceil(float v) {
 // within an ulp, the FMA residual is exact, and one correction step yields the
 // IEEE quotient (Markstein). Bit-identical to __fdiv_rn at 3 FP ops instead
 // of a full division per element; underflowing quotients round to e4m3 zero
-// either way.
+// either way. The correction turns x = -0 into +0 (+0 + -0 rounds to +0), so
+// the quotient takes x's sign back (s > 0): -0 stays -0, as x / s gives.
 __device__ __forceinline__ float div_rn_by(float x, float s, float inv) {
   const float q0 = x * inv;
   const float r = fmaf(-q0, s, x);
-  return fmaf(r, inv, q0);
+  return copysignf(fmaf(r, inv, q0), x);
 }
 
 __device__ __forceinline__ float group_scale(float amax, float eps, bool ue8m0) {
