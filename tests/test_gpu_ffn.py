@@ -145,6 +145,8 @@ def test_linear_routes_logs_and_counts(rt, gen, caplog):
 
 
 def test_per_row_weight_never_reaches_a_block_kernel(rt, gen):
+    """A PerRow weight routes to the per-row arm (its own quantizer and GEMM);
+    the block-scaled ops refuse it, naming both formats, and launch nothing."""
     q, _ = quantize_weight(torch.randn(256, 512, device="cuda", generator=gen))
     row_scale = torch.rand(256, device="cuda", generator=gen) + 0.5
     w = runtime.Fp8Weight.from_checkpoint(q, row_scale, rt=rt)
@@ -152,10 +154,14 @@ def test_per_row_weight_never_reaches_a_block_kernel(rt, gen):
     x = torch.randn(64, 512, device="cuda").bfloat16()
     out = torch.full((64, 256), float("nan"), dtype=torch.bfloat16, device="cuda")
     with rt.workspace(64, 512) as ws:
-        with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
-            rt.linear(x, w, out, ws)
+        d = rt.linear(x, w, out, ws)
     torch.cuda.synchronize()
-    assert torch.isnan(out).all()
+    assert d.arm == "W8A8 per-row" and d.family == "w8a8_row" and not torch.isnan(out).any()
+    dq = torch.full((256, 512), float("nan"), dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(runtime.FormatError, match="BlockScaled128.*PerRow"):
+        rt.fp8_dequant(w, dq)
+    torch.cuda.synchronize()
+    assert torch.isnan(dq).all()
 
 
 @pytest.mark.parametrize("M,K", [(40, 5120), (56, 7168), (128, 16384)])
