@@ -205,11 +205,17 @@ def cmd_bench_ffn(args) -> int:
 
 
 def _git_sha() -> str:
+    """HEAD, marked "-dirty" when tracked files differ from it (a copied tree
+    with a stale .git, e.g. on a lent GPU machine: pass --git-sha there)."""
     import subprocess
 
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
+
+    try:
+        sha = git("rev-parse", "HEAD")
+        return sha + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
