@@ -103,9 +103,25 @@ class KernelSpec:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class QuantGroupSpec(KernelSpec):
+class _ThreadsSpec(KernelSpec):
+    """A kernel whose only tile parameter is its block size (whole warps)."""
     threads_per_block: int = 256
 
+    def tag(self) -> str:
+        return f"t{self.threads_per_block}"
+
+    @property
+    def threads(self) -> int:
+        return self.threads_per_block
+
+    def check(self, hw: Hardware) -> None:
+        super().check(hw)
+        if self.threads_per_block % 32 or not 32 <= self.threads_per_block <= 1024:
+            raise CatalogError(f"{self.name}: threads must be whole warps, at most 1024")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantGroupSpec(_ThreadsSpec):
     family: ClassVar[str] = "quant_group"
     header: ClassVar[str] = "fp8gen/quant_group.cuh"
     in_dtypes: ClassVar[Tuple[str, ...]] = ("bfloat16",)
@@ -117,17 +133,8 @@ class QuantGroupSpec(KernelSpec):
     def tag(self) -> str:
         return f"g{BLOCK_K}_t{self.threads_per_block}"
 
-    @property
-    def threads(self) -> int:
-        return self.threads_per_block
-
     def constraints(self) -> Dict[str, Any]:
         return {"k_multiple": BLOCK_K, "elems_per_thread": 16}
-
-    def check(self, hw: Hardware) -> None:
-        super().check(hw)
-        if self.threads_per_block % 32:
-            raise CatalogError(f"{self.name}: threads must be whole warps")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -142,9 +149,7 @@ class QuantSiluMulSpec(QuantGroupSpec):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ScaleMnMajorSpec(KernelSpec):
-    threads_per_block: int = 256
-
+class ScaleMnMajorSpec(_ThreadsSpec):
     family: ClassVar[str] = "scale_mn_major"
     header: ClassVar[str] = "fp8gen/scale_mn_major.cuh"
     in_dtypes: ClassVar[Tuple[str, ...]] = ("float32",)
@@ -152,18 +157,10 @@ class ScaleMnMajorSpec(KernelSpec):
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
         ("src", "const float*"), ("dst", "float*"), ("M", "int"), ("G", "int"), ("M_pad", "int"))
 
-    def tag(self) -> str:
-        return f"t{self.threads_per_block}"
-
-    @property
-    def threads(self) -> int:
-        return self.threads_per_block
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Fp8DequantSpec(KernelSpec):
+class Fp8DequantSpec(_ThreadsSpec):
     """BlockScaled128 e4m3 weight -> bf16 (the bf16 fallback's weights)."""
-    threads_per_block: int = 256
 
     family: ClassVar[str] = "fp8_dequant"
     header: ClassVar[str] = "fp8gen/fp8_dequant.cuh"
@@ -173,37 +170,20 @@ class Fp8DequantSpec(KernelSpec):
         ("w", "const uint8_t*"), ("w_scale", "const float*"), ("out", "__nv_bfloat16*"), ("N", "int"),
         ("K", "int"))
 
-    def tag(self) -> str:
-        return f"t{self.threads_per_block}"
-
-    @property
-    def threads(self) -> int:
-        return self.threads_per_block
-
     def constraints(self) -> Dict[str, Any]:
         return {"k_multiple": BLOCK_K, "elems_per_thread": 16}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class _ScalarQuantSpec(KernelSpec):
+class _ScalarQuantSpec(_ThreadsSpec):
     """Single-scale quantizers (per tensor, per token) and the NVFP4 -> FP8
     predequant: THREADS-wide blocks, 16 elements per thread."""
-    threads_per_block: int = 256
-
-    def tag(self) -> str:
-        return f"t{self.threads_per_block}"
-
-    @property
-    def threads(self) -> int:
-        return self.threads_per_block
 
     def constraints(self) -> Dict[str, Any]:
         return {"elems_per_thread": 16}
 
     def check(self, hw: Hardware) -> None:
         super().check(hw)
-        if self.threads_per_block % 32 or not 32 <= self.threads_per_block <= 1024:
-            raise CatalogError(f"{self.name}: threads must be whole warps, at most 1024")
         if hw.compute_capability < (8, 9):
             raise CatalogError(f"{self.name}: e4m3 conversion needs sm_89 or newer")
 

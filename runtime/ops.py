@@ -275,6 +275,18 @@ def _stream_grid(k: KernelEntry, elements: int) -> Tuple[int, int, int]:
     return (max(1, min(_ceil(elements, per_block), 4096)), 1, 1)
 
 
+def _single_scale_operands(op: str, x, q, eps: float, device) -> Tuple[DeviceArray, DeviceArray]:
+    """bf16 x [M, K] and e4m3 q [M, K] (K % 16: 16-byte rows), eps checked."""
+    x, q = v.matrix(op, "x", x), v.matrix(op, "q", q)
+    M, K = x.shape
+    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
+    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
+    return (v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device),
+            v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True))
+
+
 def quant_tensor(entries, x, q, state, *, w_scale=None, eps: float = DEFAULT_EPS,
                  device: Optional[int] = None) -> List[Launch]:
     """bf16 x[M,K] -> e4m3 q[M,K] under one scale, in three launches on one
@@ -284,14 +296,8 @@ def quant_tensor(entries, x, q, state, *, w_scale=None, eps: float = DEFAULT_EPS
     the activation scale, state[2] that times `w_scale` (a device scalar, the
     weight's per-tensor scale; 1 when omitted) -- the GEMM's output scale."""
     op = "quant_tensor"
-    x, q = v.matrix(op, "x", x), v.matrix(op, "q", q)
-    M, K = x.shape
-    v.require(op, M >= 1, f"M must be >= 1, got {M}")
-    v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
-    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
-              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
-    xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
-    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+    xs, qs = _single_scale_operands(op, x, q, eps, device)
+    M, K = xs.shape
     st = _state(op, state, device)
     ws = _scalar(op, "w_scale", w_scale, device).ptr if w_scale is not None else 0
     k = _only(entries, op)[0]
@@ -304,14 +310,9 @@ def quant_tensor(entries, x, q, state, *, w_scale=None, eps: float = DEFAULT_EPS
 def quant_token(entries, x, q, scale, *, eps: float = DEFAULT_EPS, device: Optional[int] = None) -> Launch:
     """bf16 x[M,K] -> e4m3 q[M,K] with one f32 scale per token, scale[M]."""
     op = "quant_token"
-    x, q, scale = v.matrix(op, "x", x), v.matrix(op, "q", q), _as(op, "scale", scale)
-    M, K = x.shape
-    v.require(op, M >= 1, f"M must be >= 1, got {M}")
-    v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
-    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
-              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
-    xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
-    qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
+    xs, qs = _single_scale_operands(op, x, q, eps, device)
+    M, K = xs.shape
+    scale = _as(op, "scale", scale)
     ss = v.array(op, "scale", scale, dtypes=v.F32, shape=(M,), align=4, device=device, output=True)
     k = _only(entries, op)[0]
     return Launch(k, (M, 1, 1), dict(x=xs.ptr, q=qs.ptr, scale=ss.ptr, M=M, K=K, eps=float(eps)))

@@ -42,6 +42,20 @@ __device__ __forceinline__ float group_scale(float amax, float eps, bool ue8m0) 
   return ue8m0 ? pow2_ceil(s) : s;
 }
 
+// 16 values -> e4m3 under scale s (IEEE quotients, RNE, saturating) at q, a
+// streaming store: the quantized activation is read once, by the GEMM.
+__device__ __forceinline__ void quantize_16_by(const float (&f)[kQuantElemsPerThread], float s, uint8_t* q) {
+  const float inv = __frcp_rn(s);
+  uint32_t packed[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t lo = ptx::cvt_e4m3x2(div_rn_by(f[4 * i], s, inv), div_rn_by(f[4 * i + 1], s, inv));
+    const uint32_t hi = ptx::cvt_e4m3x2(div_rn_by(f[4 * i + 2], s, inv), div_rn_by(f[4 * i + 3], s, inv));
+    packed[i] = lo | (hi << 16);
+  }
+  __stcs(reinterpret_cast<uint4*>(q), make_uint4(packed[0], packed[1], packed[2], packed[3]));
+}
+
 // Where a thread's 16 elements sit, and which of its writes are real.
 struct QuantChunk {
   int64_t index;     // chunk number, row-major over [rows, K/16]
@@ -81,17 +95,7 @@ __device__ __forceinline__ void quantize_16(const float (&f)[kQuantElemsPerThrea
     scale[at] = c.valid ? s : 0.f;
   }
   if (!c.valid) return;
-  const float inv = __frcp_rn(s);
-  uint32_t packed[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t lo = ptx::cvt_e4m3x2(div_rn_by(f[4 * i], s, inv), div_rn_by(f[4 * i + 1], s, inv));
-    const uint32_t hi = ptx::cvt_e4m3x2(div_rn_by(f[4 * i + 2], s, inv), div_rn_by(f[4 * i + 3], s, inv));
-    packed[i] = lo | (hi << 16);
-  }
-  // Streaming store: the quantized activation is read once, by the GEMM.
-  __stcs(reinterpret_cast<uint4*>(q + c.index * kQuantElemsPerThread),
-         make_uint4(packed[0], packed[1], packed[2], packed[3]));
+  quantize_16_by(f, s, q + c.index * kQuantElemsPerThread);
 }
 
 // 16 bf16 at `src` (read once: streaming loads), or zeros when !valid.

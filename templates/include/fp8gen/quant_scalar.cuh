@@ -47,18 +47,6 @@ __device__ __forceinline__ void finalize_scale(float* state, const float* w_scal
   state[0] = 0.f;  // ready for the next call's amax
 }
 
-__device__ __forceinline__ void quantize_16_by(const float (&f)[kQuantElemsPerThread], float s, uint8_t* q) {
-  const float inv = __frcp_rn(s);
-  uint32_t packed[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t lo = ptx::cvt_e4m3x2(div_rn_by(f[4 * i], s, inv), div_rn_by(f[4 * i + 1], s, inv));
-    const uint32_t hi = ptx::cvt_e4m3x2(div_rn_by(f[4 * i + 2], s, inv), div_rn_by(f[4 * i + 3], s, inv));
-    packed[i] = lo | (hi << 16);
-  }
-  __stcs(reinterpret_cast<uint4*>(q), make_uint4(packed[0], packed[1], packed[2], packed[3]));
-}
-
 // bf16 x [M, K] (K % 16 == 0) -> e4m3 q under one scale; a thread owns 16
 // consecutive elements, a grid-stride loop covers the tensor.
 template <int THREADS>
