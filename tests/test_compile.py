@@ -85,6 +85,30 @@ def test_cutlass_instances_run_fp8_wgmma_and_ship_a_shim(sm90a_built):
         assert e.constraints["params_bytes"] > 0 and e.threads == 384
 
 
+def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
+    """The raw-PTX families: FP8 wgmma (QGMMA), TMA loads, register
+    reallocation between the warpgroups, each wgmma batch issued without a
+    wait between its MMAs (no serialization), a host shim; ptxas's own
+    warnings (C7508 setmaxnreg ignored, C7510 wgmma serialized) already fail
+    the build."""
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    fams = {"w8a8_wgmma", "w8a8_tensor", "w8a8_row"}
+    found = [e for e in entries if e.family in fams]
+    assert {e.family for e in found} == fams
+    for e in found:
+        text = sass(sm90a_built / f"{e.name}.cubin")
+        assert "QGMMA" in text and "UTMALDG" in text and "USETMAXREG" in text, e.name
+        # between the four k32 MMAs of a block no warpgroup wait is issued
+        ops = re.findall(r"\b(QGMMA|WARPGROUP\.DEPBAR)\S*", text)
+        first = ops.index("QGMMA")
+        assert ops[first:first + 4] == ["QGMMA"] * 4, f"{e.name}: wgmma serialized: {ops[:8]}"
+        assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0), e.name  # the TMA-store epilogue
+        assert e.shim and (build_dir() / e.shim).is_file() and e.constraints["params_bytes"] > 0
+
+
 @pytest.mark.parametrize("arch", sorted(MMA_SASS))
 def test_w8a8_mma_sass(arch):
     # A smoke subset for the arches CI does not build whole: the mma GEMMs.
