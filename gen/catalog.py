@@ -285,6 +285,23 @@ class W8A8MmaSpec(_MmaTileSpec):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class W8A8MmaRowSpec(W8A8MmaSpec):
+    """The in-tree mma.sync GEMM for per-row FP8 (per-token x per-channel
+    scales, applied once before the store): the arches without wgmma."""
+    family: ClassVar[str] = "w8a8_mma_row"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class W8A8MmaTensorSpec(W8A8MmaSpec):
+    """The in-tree mma.sync GEMM for per-tensor FP8: one output scale read
+    through a device pointer."""
+    family: ClassVar[str] = "w8a8_mma_tensor"
+    abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (
+        ("a", "const uint8_t*"), ("scale", "const float*"), ("w", "const uint8_t*"), ("out", "__nv_bfloat16*"),
+        ("M", "int"), ("N", "int"), ("K", "int"))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class W8A16GemmSpec(_MmaTileSpec):
     family: ClassVar[str] = "w8a16_gemm"
     header: ClassVar[str] = "fp8gen/w8a16_gemm.cuh"
@@ -480,7 +497,7 @@ class W8A8TensorSpec(W8A8RowSpec):
 FAMILIES: Dict[str, Type[KernelSpec]] = {
     cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, W8A8MmaSpec, W8A16GemmSpec,
                                 W8A16GemvSpec, W8A8CutlassSpec, W8A8WgmmaSpec, QuantTensorSpec, QuantTokenSpec,
-                                Nvfp4ToFp8Spec, W8A8RowSpec, W8A8TensorSpec)
+                                Nvfp4ToFp8Spec, W8A8RowSpec, W8A8TensorSpec, W8A8MmaRowSpec, W8A8MmaTensorSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

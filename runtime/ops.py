@@ -371,3 +371,35 @@ def w8a8_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
     """out[M,N] bf16 = (a . w) * scale, `scale` a device f32 scalar (e.g.
     quant_tensor's state[2]: activation x weight scale), read on the device."""
     return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance)
+
+
+def _single_scale_mma(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+    """The in-tree (mma.sync) single-scale GEMMs: explicit-pointer ABI, one
+    block per tile."""
+    a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
+    M, N, K = v.gemm_dims(op, a, w)
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    Ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
+    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
+    k = _instance(_only(entries, op), M, instance)
+    args = dict(a=As.ptr, w=Ws.ptr, out=Os.ptr, M=M, N=N, K=K)
+    if op == "w8a8_mma_row":
+        args["a_scale"] = v.array(op, "a_scale", _as(op, "a_scale", a_scale), dtypes=v.F32, shape=(M,), align=4,
+                                  device=device).ptr
+        args["w_scale"] = v.array(op, "weight_scale", _as(op, "weight_scale", w_scale), dtypes=v.F32, shape=(N,),
+                                  align=4, device=device).ptr
+    else:
+        args["scale"] = _scalar(op, "scale", a_scale, device).ptr
+    return Launch(k, _tile_grid(k, M, N), args)
+
+
+def w8a8_mma_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
+                 instance: Optional[str] = None) -> Launch:
+    """w8a8_row on mma.sync (the arches without wgmma); N % 16."""
+    return _single_scale_mma("w8a8_mma_row", entries, a, a_scale, w, w_scale, out, device, instance)
+
+
+def w8a8_mma_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
+                    instance: Optional[str] = None) -> Launch:
+    """w8a8_tensor on mma.sync (the arches without wgmma); N % 16."""
+    return _single_scale_mma("w8a8_mma_tensor", entries, a, scale, w, None, out, device, instance)

@@ -40,12 +40,14 @@ def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, ou
                      device: Optional[int]) -> List[ops.Launch]:
     if d.arm == ARM_W8A8_TENSOR:
         weight.expect("tensor", d.arm)
-        return [ops.w8a8_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
+        plan = ops.w8a8_tensor if d.family == "w8a8_tensor" else ops.w8a8_mma_tensor
+        return [plan(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_ROW:
         weight.expect("row", d.arm)
         w_scale = weight.scale if weight.scale.shape == (weight.n,) else \
             type(weight.scale).raw(weight.scale.ptr, (weight.n,), "f32", device=weight.scale.device)
-        return [ops.w8a8_row(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance)]
+        plan = ops.w8a8_row if d.family == "w8a8_row" else ops.w8a8_mma_row
+        return [plan(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_FAST:
         plan = ops.FAST_PLANS[d.family]
         return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance)]

@@ -24,15 +24,20 @@ ARM_W8A16_GEMV = "W8A16 GEMV"
 ARM_W8A8_TENSOR = "W8A8 per-tensor"
 ARM_W8A8_ROW = "W8A8 per-row"
 W8A8_ARMS = (ARM_W8A8_FAST, ARM_W8A8_IN_TREE, ARM_W8A8_TENSOR, ARM_W8A8_ROW)
-# Single-scale weight formats: their arm, GEMM family and activation quantizer.
-SCALAR_ROUTES = {"tensor": (ARM_W8A8_TENSOR, "w8a8_tensor", "quant_tensor"),
-                 "row": (ARM_W8A8_ROW, "w8a8_row", "quant_token")}
+# Single-scale weight formats: their arm, GEMM families (wgmma first, then the
+# in-tree mma.sync one of the arches without wgmma) and activation quantizer.
+SCALAR_ROUTES = {"tensor": (ARM_W8A8_TENSOR, ("w8a8_tensor", "w8a8_mma_tensor"), "quant_tensor"),
+                 "row": (ARM_W8A8_ROW, ("w8a8_row", "w8a8_mma_row"), "quant_token")}
 
 # sm_90a fast families (wgmma, CUTLASS), preferred in this order when built.
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 # gen tune's table across the fast families: the fastest instance of either.
 FAST_TABLE = "w8a8_fast"
 IN_TREE_FAMILY = "w8a8_mma"
+# Every routed family, longest name first (a name can start with another's).
+ROUTED_FAMILIES = tuple(sorted({*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm",
+                                *(f for _, fams, _ in SCALAR_ROUTES.values() for f in fams)},
+                               key=len, reverse=True))
 
 FORMATS = {"block": "BlockScaled128", "row": "PerRow", "tensor": "PerTensor"}
 
@@ -127,8 +132,7 @@ class Decision:
         """The kernel family of `instance` (an instance's name starts with its family)."""
         if self.instance is None:
             return None
-        return next(f for f in (*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm", "w8a8_tensor",
-                                "w8a8_row") if self.instance.startswith(f + "_"))
+        return next(f for f in ROUTED_FAMILIES if self.instance.startswith(f + "_"))
 
     @property
     def failed(self) -> Optional[Clause]:
@@ -273,17 +277,19 @@ def _scalar_decision(m: int, s: Shard, weight_format: str, knobs: Knobs, availab
                      entries: Dict[str, List[KernelEntry]], arch: str, dispatch: Dict) -> Decision:
     """PerTensor / PerRow weights: their own W8A8 arm (no W8A16 kernel reads
     these scales, so a failed clause leaves no route, and says why)."""
-    arm, family, quantizer = SCALAR_ROUTES[weight_format]
+    arm, families, quantizer = SCALAR_ROUTES[weight_format]
+    family = next((f for f in families if entries.get(f)), families[0])
     missing = [f for f in (family, quantizer) if not entries.get(f)]
+    n_multiple = entries[family][0].constraints.get("n_multiple", 8) if entries.get(family) else 8
     shard_note = f" ({s.describe()})" if s.tp > 1 else ""
     clauses = [
         _kill_switch(knobs),
         Clause("k_multiple_of_128", s.k % BLOCK == 0,
                f"k={s.k}{shard_note} is a multiple of 128" if s.k % BLOCK == 0 else
                f"k={s.k}{shard_note} is not a multiple of 128: the GEMM walks K in 128-wide blocks", "bad_shape"),
-        Clause("n_multiple_of_8", s.n % 8 == 0,
-               f"n={s.n}{shard_note} is a multiple of 8" if s.n % 8 == 0 else
-               f"n={s.n}{shard_note} is not a multiple of 8: bf16 output rows of whole 16-byte vectors",
+        Clause("n_multiple", s.n % n_multiple == 0,
+               f"n={s.n}{shard_note} is a multiple of {n_multiple}" if s.n % n_multiple == 0 else
+               f"n={s.n}{shard_note} is not a multiple of {n_multiple}, which {family}'s tiles need",
                "bad_shape"),
         Clause("kernels_loaded", not missing and available.scratch,
                (f"{quantizer}, {family} and scratch are present" if not missing and available.scratch else

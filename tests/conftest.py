@@ -25,17 +25,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
-def sm90a_entries():
-    """The committed sm_90a manifest's kernels by family (no GPU needed)."""
+def manifest_entries(arch: str):
+    """A committed manifest's kernels by family (no GPU needed)."""
     from runtime import manifest
     from runtime.paths import manifest_path
 
-    _, kernels = manifest.load(manifest_path("sm_90a"))
+    _, kernels = manifest.load(manifest_path(arch))
     out = {}
     for e in kernels:
         out.setdefault(e.family, []).append(e)
     return out
+
+
+@pytest.fixture(scope="session")
+def sm90a_entries():
+    return manifest_entries("sm_90a")
+
+
+@pytest.fixture(scope="session")
+def sm89_entries():
+    """An arch without wgmma: the single-scale arms take the mma.sync families."""
+    return manifest_entries("sm_89")
 
 
 @pytest.fixture(scope="session")

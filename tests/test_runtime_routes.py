@@ -19,7 +19,8 @@ H, I = 5120, 17408
 class FakeContext:
     ordinal, arch, sm_count = 0, "sm_90a", 132
 
-    def __init__(self, entries):
+    def __init__(self, entries, arch="sm_90a"):
+        self.arch = arch
         self.kernels = {fam: [LoadedKernel(e, None) for e in es] for fam, es in entries.items()}
 
     def current(self):
@@ -150,3 +151,26 @@ def test_single_scale_weights_take_their_own_kernels(fake):
     d = rt.linear(arr((949, H), "bf16"), w, arr((949, I), "bf16"), ws)
     assert d.arm == "W8A8 per-row" and families(launches) == ["quant_token", "w8a8_row"]
     assert launches[1][2]["a_scale"] == launches[0][2]["scale"] and launches[1][2]["w_scale"] == w.scale.ptr
+
+
+def test_single_scale_weights_on_an_arch_without_wgmma(sm89_entries, monkeypatch):
+    """sm_89 has no wgmma: the per-tensor and per-row arms take the mma.sync
+    families, one block per tile, with the same quantizers."""
+    launches = []
+    monkeypatch.setattr(runtime, "launch_kernel",
+                        lambda ctx, kernel, grid, args, stream: launches.append((kernel.entry.family, grid, args)))
+    monkeypatch.setattr(workspace_module, "driver", FakeDriver)
+    monkeypatch.setattr(workspace_module, "check", lambda result, call, **kw: 1 << 40)
+    monkeypatch.setattr(workspace_module, "_free", lambda ctx, ptr: None)
+    rt = runtime.Runtime(FakeContext(sm89_entries, arch="sm_89"))
+    ws = rt.workspace(2048, H)
+    d = rt.linear(arr((949, H), "bf16"), weight(I, H, scale_shape=()), arr((949, I), "bf16"), ws)
+    assert d.arm == "W8A8 per-tensor" and d.family == "w8a8_mma_tensor"
+    assert families(launches) == ["quant_tensor"] * 3 + ["w8a8_mma_tensor"]
+    assert launches[3][2]["scale"] == ws.tensor_state().ptr + 8
+    e = next(e for e in rt.entries["w8a8_mma_tensor"] if e.name == d.instance)
+    assert launches[3][1] == (-(-I // e.constraints["bn"]), -(-949 // e.constraints["bm"]), 1)
+    launches.clear()
+    d = rt.linear(arr((949, H), "bf16"), weight(I, H, scale_shape=(I,)), arr((949, I), "bf16"), ws)
+    assert d.family == "w8a8_mma_row" and families(launches) == ["quant_token", "w8a8_mma_row"]
+    assert launches[1][2]["a_scale"] == launches[0][2]["scale"]

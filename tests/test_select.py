@@ -151,7 +151,7 @@ def test_single_scale_formats_take_their_own_w8a8_arm(entries, fmt, arm, family)
     d = decide(entries, weight_format=fmt)
     assert d.arm == arm and d.w8a8 and d.family == family
     for over, failed in ((dict(knobs=Knobs(w8a16_only=True)), "kill_switch"), (dict(k=5120 + 64), "k_multiple_of_128"),
-                         (dict(n=2116), "n_multiple_of_8"),
+                         (dict(n=2116), "n_multiple"),
                          (dict(available=select.Availability(quantizer=True, scratch=False)), "kernels_loaded")):
         d = decide(entries, weight_format=fmt, **over)
         assert not d.w8a8 and d.instance is None and [c.name for c in d.clauses if not c.holds] == [failed]

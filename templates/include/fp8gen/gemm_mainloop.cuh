@@ -57,11 +57,19 @@ __device__ __forceinline__ void mma_mainloop(uint8_t* smem, const uint8_t* a, co
   }
 }
 
+// The block-scaled families apply every scale inside the K loop: nothing to
+// do before the bf16 store.
+struct NoOutputScale {
+  template <class Acc>
+  __device__ __forceinline__ void operator()(Acc&, int, int) const {}
+};
+
 // One block tile of a family: zero the FP32 total, run the K loop through
-// `math` (which must expose acc[MT][NT][4], row0 and n_block), write bf16.
-template <class C, class Math>
+// `math` (which must expose acc[MT][NT][4], row0 and n_block), apply
+// `scale_out` to the total (single-scale families), write bf16.
+template <class C, class Math, class OutputScale = NoOutputScale>
 __device__ __forceinline__ void mma_block_tile(Math& math, const uint8_t* a, const uint8_t* w, __nv_bfloat16* out,
-                                               int M, int N, int K) {
+                                               int M, int N, int K, const OutputScale& scale_out = OutputScale{}) {
   extern __shared__ __align__(128) uint8_t smem[];
   const int n0 = blockIdx.x * C::BN;
   const int m0 = blockIdx.y * C::BM;
@@ -72,6 +80,7 @@ __device__ __forceinline__ void mma_block_tile(Math& math, const uint8_t* a, con
   math.row0 = m0 + wm0;
   math.n_block = n0 / kBlockK;
   mma_mainloop<C>(smem, a, w, M, N, K, m0, n0, math);
+  scale_out(math.acc, m0 + wm0, n0 + wn0);
   store_bf16_fragments<C::MT, C::NT>(math.acc, out, M, N, m0 + wm0, n0 + wn0);
 }
 
