@@ -342,21 +342,31 @@ def nvfp4_to_fp8(entries, packed, block_scale, global_scale, q, state, *,
 
 
 def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+    """The single-scale GEMMs: per row (a_scale [M], w_scale [N]) or per
+    tensor (a_scale a device scalar). The wgmma families launch through their
+    host shim (Params), the mma.sync ones with explicit pointers, a block per
+    tile."""
+    found = _only(entries, op)
     a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
-    M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
+    M, N, K = v.gemm_dims(op, a, w, n_multiple=found[0].constraints.get("n_multiple", 16))
     As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
     Ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
-    if op == "w8a8_row":
-        Ss = v.array(op, "a_scale", _as(op, "a_scale", a_scale), dtypes=v.F32, shape=(M,), align=4, device=device)
-        WSs = v.array(op, "weight_scale", _as(op, "weight_scale", w_scale), dtypes=v.F32, shape=(N,), align=4,
-                      device=device)
-        a_ptr, w_ptr = Ss.ptr, WSs.ptr
+    per_row = op in ("w8a8_row", "w8a8_mma_row")
+    if per_row:
+        a_ptr = v.array(op, "a_scale", _as(op, "a_scale", a_scale), dtypes=v.F32, shape=(M,), align=4,
+                        device=device).ptr
+        w_ptr = v.array(op, "weight_scale", _as(op, "weight_scale", w_scale), dtypes=v.F32, shape=(N,), align=4,
+                        device=device).ptr
     else:
         a_ptr, w_ptr = _scalar(op, "scale", a_scale, device).ptr, 0
-    k = _instance(_only(entries, op), M, instance)
-    return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr, out=Os.ptr,
-                                     M=M, N=N, K=K))
+    k = _instance(found, M, instance)
+    if k.shim:
+        return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr, out=Os.ptr,
+                                         M=M, N=N, K=K))
+    args = dict(a=As.ptr, w=Ws.ptr, out=Os.ptr, M=M, N=N, K=K)
+    args.update(dict(a_scale=a_ptr, w_scale=w_ptr) if per_row else dict(scale=a_ptr))
+    return Launch(k, _tile_grid(k, M, N), args)
 
 
 def w8a8_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
@@ -373,33 +383,13 @@ def w8a8_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
     return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance)
 
 
-def _single_scale_mma(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
-    """The in-tree (mma.sync) single-scale GEMMs: explicit-pointer ABI, one
-    block per tile."""
-    a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
-    M, N, K = v.gemm_dims(op, a, w)
-    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
-    Ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
-    Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
-    k = _instance(_only(entries, op), M, instance)
-    args = dict(a=As.ptr, w=Ws.ptr, out=Os.ptr, M=M, N=N, K=K)
-    if op == "w8a8_mma_row":
-        args["a_scale"] = v.array(op, "a_scale", _as(op, "a_scale", a_scale), dtypes=v.F32, shape=(M,), align=4,
-                                  device=device).ptr
-        args["w_scale"] = v.array(op, "weight_scale", _as(op, "weight_scale", w_scale), dtypes=v.F32, shape=(N,),
-                                  align=4, device=device).ptr
-    else:
-        args["scale"] = _scalar(op, "scale", a_scale, device).ptr
-    return Launch(k, _tile_grid(k, M, N), args)
-
-
 def w8a8_mma_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
                  instance: Optional[str] = None) -> Launch:
     """w8a8_row on mma.sync (the arches without wgmma); N % 16."""
-    return _single_scale_mma("w8a8_mma_row", entries, a, a_scale, w, w_scale, out, device, instance)
+    return _single_scale_gemm("w8a8_mma_row", entries, a, a_scale, w, w_scale, out, device, instance)
 
 
 def w8a8_mma_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
                     instance: Optional[str] = None) -> Launch:
     """w8a8_tensor on mma.sync (the arches without wgmma); N % 16."""
-    return _single_scale_mma("w8a8_mma_tensor", entries, a, scale, w, None, out, device, instance)
+    return _single_scale_gemm("w8a8_mma_tensor", entries, a, scale, w, None, out, device, instance)
