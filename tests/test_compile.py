@@ -23,6 +23,7 @@ MMA_SASS = {
     "sm_120a": ["QMMA.16832.F32.E4M3.E4M3"],
     "sm_121a": ["QMMA.16832.F32.E4M3.E4M3"],
     "sm_90a": ["F2FP.F16.E4M3.UNPACK_B", "HMMA.16816.F32"],
+    "sm_100a": ["F2FP.F16.E4M3.UNPACK_B", "HMMA.16816.F32"],  # the single-scale variants only
 }
 
 
@@ -122,7 +123,7 @@ def test_w8a8_mma_sass(arch):
         text = sass(build_dir() / arch / f"{spec.name}.cubin")
         for op in MMA_SASS[arch]:
             assert op in text, f"{spec.name}: {op} missing from SASS"
-        if arch == "sm_90a":
+        if arch in ("sm_90a", "sm_100a"):
             assert "QMMA" not in text
         assert not re.search(r"\b(LDL|STL)\b", text)
 
