@@ -34,6 +34,8 @@ FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 # gen tune's table across the fast families: the fastest instance of either.
 FAST_TABLE = "w8a8_fast"
 IN_TREE_FAMILY = "w8a8_mma"
+# Arches whose e4m3 mma.sync is emulated (F2FP + HMMA; DESIGN.md, checked in SASS).
+EMULATED_MMA_ARCHES = ("sm_90a", "sm_100a")
 # Every routed family, longest name first (a name can start with another's).
 ROUTED_FAMILIES = tuple(sorted({*FAST_FAMILIES, IN_TREE_FAMILY, "w8a16_gemv", "w8a16_gemm",
                                 *(f for _, fams, _ in SCALAR_ROUTES.values() for f in fams)},
@@ -254,8 +256,8 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
             return Decision(m, s, weight_format, ARM_W8A8_FAST, fast.name, tuple(clauses), tuple(fast_clauses))
         if entries.get(IN_TREE_FAMILY):
             inst = choose(entries[IN_TREE_FAMILY], dispatch, m, s.n, s.k)
-            if arch == "sm_90a":
-                notes.append("w8a8_mma on sm_90a runs e4m3 mma.sync through FP16 HMMA (emulated): "
+            if arch in EMULATED_MMA_ARCHES:
+                notes.append(f"w8a8_mma on {arch} runs e4m3 mma.sync through FP16 HMMA (emulated): "
                              "a correctness baseline, not the fast path")
             return Decision(m, s, weight_format, ARM_W8A8_IN_TREE, inst.name, tuple(clauses),
                             tuple(fast_clauses), tuple(notes))
@@ -299,7 +301,9 @@ def _scalar_decision(m: int, s: Shard, weight_format: str, knobs: Knobs, availab
     ]
     if all(c.holds for c in clauses):
         inst = choose(entries[family], dispatch, m, s.n, s.k).name
-        return Decision(m, s, weight_format, arm, inst, tuple(clauses), ())
+        notes = ((f"{family} on {arch} runs e4m3 mma.sync through FP16 HMMA (emulated): a correctness path",)
+                 if family.startswith("w8a8_mma_") and arch in EMULATED_MMA_ARCHES else ())
+        return Decision(m, s, weight_format, arm, inst, tuple(clauses), (), notes)
     note = f"no W8A16 kernel takes {FORMATS[weight_format]} weights: this projection has no route on {arch}"
     return Decision(m, s, weight_format, ARM_W8A16_GEMV if m <= GEMV_MAX_M else ARM_W8A16_GEMM, None,
                     tuple(clauses), (), (note,))
