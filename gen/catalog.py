@@ -315,8 +315,7 @@ class W8A16GemmSpec(_MmaTileSpec):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class W8A16GemvSpec(KernelSpec):
-    threads_per_block: int = 256
+class W8A16GemvSpec(_ThreadsSpec):
     unroll: int = 4
 
     family: ClassVar[str] = "w8a16_gemv"
@@ -328,10 +327,6 @@ class W8A16GemvSpec(KernelSpec):
 
     def tag(self) -> str:
         return f"t{self.threads_per_block}_u{self.unroll}"
-
-    @property
-    def threads(self) -> int:
-        return self.threads_per_block
 
     def constraints(self) -> Dict[str, Any]:
         return {"max_m": self.max_m, "k_multiple": BLOCK_K, "rows_per_block": self.threads_per_block // 32}
@@ -495,9 +490,10 @@ class W8A8TensorSpec(W8A8RowSpec):
 
 
 FAMILIES: Dict[str, Type[KernelSpec]] = {
-    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, W8A8MmaSpec, W8A16GemmSpec,
-                                W8A16GemvSpec, W8A8CutlassSpec, W8A8WgmmaSpec, QuantTensorSpec, QuantTokenSpec,
-                                Nvfp4ToFp8Spec, W8A8RowSpec, W8A8TensorSpec, W8A8MmaRowSpec, W8A8MmaTensorSpec)
+    cls.family: cls for cls in (QuantGroupSpec, QuantSiluMulSpec, ScaleMnMajorSpec, Fp8DequantSpec, QuantTensorSpec,
+                                QuantTokenSpec, Nvfp4ToFp8Spec, W8A8MmaSpec, W8A8MmaRowSpec, W8A8MmaTensorSpec,
+                                W8A8WgmmaSpec, W8A8RowSpec, W8A8TensorSpec, W8A8CutlassSpec, W8A16GemmSpec,
+                                W8A16GemvSpec)
 }
 
 # HARDWARE.toml spells thread counts `threads`; the dataclass field says what it counts.

@@ -118,8 +118,8 @@ def cmd_explain(args) -> int:
     return 0
 
 
-ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a8_tensor", "cublaslt_tensor", "w8a16_gemm", "w8a16_gemv", "cublaslt_block",
-            "torch_bf16", "copy")
+ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a8_tensor",
+            "cublaslt_tensor", "w8a16_gemm", "w8a16_gemv", "cublaslt_block", "torch_bf16", "copy")
 
 
 def _ints(text: str) -> List[int]:

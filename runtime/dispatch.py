@@ -41,10 +41,14 @@ def tile_rows(e: KernelEntry) -> int:
     return e.constraints.get("bm") or e.constraints["tile_m"]
 
 
+def tile_cols(e: KernelEntry) -> int:
+    return e.constraints.get("bn") or e.constraints["tile_n"]
+
+
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
     """Smallest tile height that covers m in one tile row, else the largest;
     among equal heights the widest tile (fewer, longer weight streams)."""
-    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -e.constraints.get("bn", e.constraints.get("tile_n", 0))))
+    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e)))
     for e in by_bm:
         if tile_rows(e) >= m:
             return e

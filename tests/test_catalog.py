@@ -10,7 +10,8 @@ from runtime.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
 
-FAMILIES = {"quant_group", "quant_silu_mul", "scale_mn_major", "fp8_dequant", "w8a8_mma", "w8a8_cutlass", "w8a8_wgmma", "w8a8_row", "w8a8_tensor", "quant_tensor", "quant_token", "nvfp4_to_fp8", "w8a16_gemm",
+FAMILIES = {"quant_group", "quant_silu_mul", "scale_mn_major", "fp8_dequant", "quant_tensor", "quant_token",
+            "nvfp4_to_fp8", "w8a8_mma", "w8a8_cutlass", "w8a8_wgmma", "w8a8_row", "w8a8_tensor", "w8a16_gemm",
             "w8a16_gemv"}
 
 
