@@ -118,8 +118,9 @@ def cmd_explain(args) -> int:
     return 0
 
 
-ALL_ARMS = ("quant_group", "scale_mn_major", "w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a8_tensor",
-            "cublaslt_tensor", "w8a16_gemm", "w8a16_gemv", "cublaslt_block", "torch_bf16", "copy")
+ALL_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major", "nvfp4_to_fp8", "fp8_dequant",
+            "w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a8_tensor", "cublaslt_tensor", "w8a8_row", "cublaslt_row",
+            "w8a16_gemm", "w8a16_gemv", "cublaslt_block", "torch_bf16", "copy")
 
 
 def _ints(text: str) -> List[int]:
@@ -278,9 +279,11 @@ def parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="time every arm against cuBLASLt block scaling, torch bf16 and a copy (GPU)",
                         description="Times fp8gen's arms through the runtime and the peers in one process "
                                     "(CUDA events, warm-up, median of batches, inputs rotated past L2, each "
-                                    "GEMM checked against float64 before its timing counts). Needs torch and "
-                                    "a GPU. Writes a JSON record, prints a Markdown table of ratios against "
-                                    "cublaslt_block and can draw a PNG. Exits 1 if any arm was wrong.")
+                                    "GEMM checked against float64 and each quantizer's reconstruction checked "
+                                    "before its timing counts). Needs torch and a GPU. Writes a JSON record, "
+                                    "prints a Markdown table of ratios against cublaslt_block (the per-tensor "
+                                    "and per-row arms against cuBLASLt's per-tensor and row-wise scaling) and "
+                                    "can draw a PNG. Exits 1 if any arm was wrong.")
     _measure_args(be)
     be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")

@@ -51,3 +51,18 @@ def test_ratio_table_takes_each_family_s_fastest_instance():
     doc = {"rows": [_row(impl="cublaslt_block", tflops=100.0), _row(kernel="fast", us=1.0, tflops=150.0),
                     _row(kernel="slow", us=3.0, tflops=50.0)]}
     assert "150 (1.50)" in ratio_table(doc) and "(0.50)" not in ratio_table(doc)
+
+
+def test_ratio_table_measures_single_scale_arms_against_their_own_peers():
+    doc = {"rows": [_row(impl="cublaslt_block", tflops=100.0), _row(impl="cublaslt_row", tflops=80.0),
+                    _row(impl="w8a8_row", tflops=60.0), _row(impl="cublaslt_tensor", tflops=50.0),
+                    _row(impl="w8a8_tensor", tflops=55.0)]}
+    table = ratio_table(doc)
+    assert "60 (0.75 vs cublaslt_row)" in table
+    assert "55 (1.10 vs cublaslt_tensor)" in table
+
+
+def test_ratio_table_lists_weight_converters_with_their_shape():
+    doc = {"rows": [_row(op="weight", impl="nvfp4_to_fp8", M=0, N=2112, K=7168, us=12.5, tflops=None, tbps=2.5,
+                         roofline_tflops=None)]}
+    assert "| weight | nvfp4_to_fp8 | 0 | 2112 | 7168 | 12.5 | 2.50 |" in ratio_table(doc)

@@ -9,6 +9,9 @@ from typing import Callable, List
 from gen.bench import grid
 from gen.bench.timing import rotation, time_us
 
+QUANT_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major")
+WEIGHT_ARMS = ("nvfp4_to_fp8", "fp8_dequant")
+
 # rel RMS a correct kernel stays far below (bf16 output rounding is ~2^-9)
 CORRECT_REL_RMS = 2.0**-7
 
@@ -81,9 +84,14 @@ class ShapeInputs:
             w_t_q = (w_deq / w_t_s.double()).clamp(-448, 448).to(torch.float8_e4m3fn)
             if i == 0:
                 self.w_t_deq0 = w_t_q.double() * w_t_s.double()
+            # and per output channel (one scale per row), for the per-row arms
+            w_r_s = (w_deq.abs().amax(dim=1) / 448.0).clamp_min(1e-12).float()
+            w_r_q = (w_deq / w_r_s.double()[:, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
+            if i == 0:
+                self.w_r_deq0 = w_r_q.double() * w_r_s.double()[:, None]
             self.sets.append(dict(w_q=w_q, w_s=w_s, w_fp8=w_q.view(torch.float8_e4m3fn),
                                   w_bf16=w_deq.to(torch.bfloat16), w_t_fp8=w_t_q, w_t_q=w_t_q.view(torch.uint8),
-                                  w_t_s=w_t_s))
+                                  w_t_s=w_t_s, w_r_fp8=w_r_q, w_r_q=w_r_q.view(torch.uint8), w_r_s=w_r_s))
 
 
 def _activations(ctx: Context, M: int, K: int, count: int):
@@ -98,8 +106,12 @@ def _activations(ctx: Context, M: int, K: int, count: int):
         # per tensor: one scale for the whole activation
         a_t_s = (x.float().abs().max() / 448.0).reshape(())
         a_t_q = (x.float() / a_t_s).clamp(-448, 448).to(torch.float8_e4m3fn)
+        # per token: one scale per row
+        a_r_s = (x.float().abs().amax(dim=1) / 448.0).clamp_min(1e-12)
+        a_r_q = (x.float() / a_r_s[:, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
         out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn), a_s_gm=a_s_gm,
-                        a_s_mn=a_s_gm.t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s))
+                        a_s_mn=a_s_gm.t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s,
+                        a_r_fp8=a_r_q, a_r_q=a_r_q.view(torch.uint8), a_r_s=a_r_s))
     return out
 
 
@@ -170,38 +182,128 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
             run("cublaslt_tensor", "torch._scaled_mm per-tensor", scaled_mm_tensor, ref_tensor)
         except RuntimeError as e:
             ctx.failures.append(f"cublaslt_tensor M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+    if ctx.want("w8a8_row") or ctx.want("cublaslt_row"):
+        ref_row = (acts[0]["a_r_fp8"].double() * acts[0]["a_r_s"].double()[:, None]) @ shape.w_r_deq0.T
+    if ctx.want("w8a8_row"):
+        for inst in _instances(ctx, "w8a8_row", M, N, K):
+            run("w8a8_row", inst, lambda a, w, o, i=inst: rt.w8a8_row(a["a_r_q"], a["a_r_s"], w["w_r_q"], w["w_r_s"],
+                                                                       o, instance=i), ref_row)
+    if ctx.want("cublaslt_row"):
+        def scaled_mm_row(a, w, o):
+            torch._scaled_mm(a["a_r_fp8"], w["w_r_fp8"].t(), scale_a=a["a_r_s"][:, None],
+                             scale_b=w["w_r_s"][None, :], out_dtype=torch.bfloat16, out=o)
+        try:
+            run("cublaslt_row", "torch._scaled_mm row-wise", scaled_mm_row, ref_row)
+        except RuntimeError as e:
+            ctx.failures.append(f"cublaslt_row M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
     if ctx.want("torch_bf16"):
         run("torch_bf16", "torch.matmul bf16", lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o),
             None)
 
 
+def _stream_row(ctx: Context, op: str, impl: str, M: int, N: int, K: int, nbytes: int, calls) -> None:
+    """A bandwidth-bound op's row: median microseconds and the TB/s of its
+    fewest bytes (each input read once, each output written once)."""
+    us = time_us(ctx.torch, calls)
+    ctx.rows.append(grid.Row(op, impl, _kernel_name(ctx, impl, M or N, N, K), M, N, K, round(us, 3), None,
+                             round(nbytes / us / 1e6, 4), None))
+
+
+def _reconstructs(ctx: Context, impl: str, where: str, got, want, bound: float = 2.0**-4) -> bool:
+    """A quantizer's output times its scales against what it quantized
+    (e4m3 rounding alone stays near 2^-5.5 relative RMS)."""
+    err = ((got.double() - want.double()).norm() / want.double().norm()).item()
+    if not err <= bound:
+        ctx.failures.append(f"{impl} {where}: reconstruction rel RMS {err:.3e}; timing dropped")
+        return False
+    return True
+
+
 def quant_point(ctx: Context, M: int, K: int) -> None:
-    """The quantizer (and the scale adapter) at (M, K)."""
-    from gen.bench.torch_ref import dequant_act
+    """The activation quantizers (and the scale adapter) at (M, K)."""
+    from gen.bench.torch_ref import dequant_act, e4m3_f64
 
     torch = ctx.torch
     rt = ctx.rt
     n = rotation(3 * M * K, ctx.l2_bytes)
+    where = f"M={M} K={K}"
     xs = [ctx.torch.randn(M, K, device="cuda", generator=ctx.gen).to(torch.bfloat16) for _ in range(n)]
     qs = [torch.empty(M, K, dtype=torch.uint8, device="cuda") for _ in range(n)]
     ss = [torch.empty(M, K // 128, dtype=torch.float32, device="cuda") for _ in range(n)]
     if ctx.want("quant_group"):
         rt.quant_group(xs[0], qs[0], ss[0], mn_major=False)
         torch.cuda.synchronize()
-        err = ((dequant_act(qs[0], ss[0]) - xs[0].double()).norm() / xs[0].double().norm()).item()
-        if err > 2.0**-4:
-            ctx.failures.append(f"quant_group M={M} K={K}: reconstruction rel RMS {err:.3e}; timing dropped")
-        else:
-            us = time_us(torch, [lambda i=i: rt.quant_group(xs[i], qs[i], ss[i], mn_major=False) for i in range(n)])
-            ctx.rows.append(grid.Row("quant", "quant_group", _kernel_name(ctx, "quant_group", M), M, 0, K,
-                                     round(us, 3), None, round(grid.quant_bytes(M, K) / us / 1e6, 4), None))
+        if _reconstructs(ctx, "quant_group", where, dequant_act(qs[0], ss[0]), xs[0]):
+            _stream_row(ctx, "quant", "quant_group", M, 0, K, grid.quant_bytes(M, K),
+                        [lambda i=i: rt.quant_group(xs[i], qs[i], ss[i], mn_major=False) for i in range(n)])
+    if ctx.want("quant_token"):
+        tok = [torch.empty(M, dtype=torch.float32, device="cuda") for _ in range(n)]
+        rt.quant_token(xs[0], qs[0], tok[0])
+        torch.cuda.synchronize()
+        if _reconstructs(ctx, "quant_token", where, e4m3_f64(qs[0]) * tok[0].double()[:, None], xs[0]):
+            _stream_row(ctx, "quant", "quant_token", M, 0, K, 3 * M * K + 4 * M,
+                        [lambda i=i: rt.quant_token(xs[i], qs[i], tok[i]) for i in range(n)])
+    if ctx.want("quant_tensor"):
+        # all three device steps (amax, finalize, quantize) per call
+        state = torch.zeros(4, dtype=torch.float32, device="cuda")
+        rt.quant_tensor(xs[0], qs[0], state)
+        torch.cuda.synchronize()
+        if _reconstructs(ctx, "quant_tensor", where, e4m3_f64(qs[0]) * state[1].double(), xs[0]):
+            _stream_row(ctx, "quant", "quant_tensor", M, 0, K, 3 * M * K,
+                        [lambda i=i: rt.quant_tensor(xs[i], qs[i], state) for i in range(n)])
     if ctx.want("scale_mn_major"):
         m_pad = -(-M // 4) * 4
         dst = [torch.empty(K // 128, m_pad, dtype=torch.float32, device="cuda") for _ in range(n)]
-        us = time_us(torch, [lambda i=i: rt.scale_mn_major(ss[i], dst[i]) for i in range(n)])
-        nbytes = 4 * (M + m_pad) * (K // 128)
-        ctx.rows.append(grid.Row("scale", "scale_mn_major", _kernel_name(ctx, "scale_mn_major", M), M, 0, K,
-                                 round(us, 3), None, round(nbytes / us / 1e6, 4), None))
+        _stream_row(ctx, "scale", "scale_mn_major", M, 0, K, 4 * (M + m_pad) * (K // 128),
+                    [lambda i=i: rt.scale_mn_major(ss[i], dst[i]) for i in range(n)])
+
+
+def _nvfp4_weight(ctx: Context, N: int, K: int):
+    """A random NVFP4 weight (every e2m1 code is a value) and its float64 decode."""
+    torch = ctx.torch
+    packed = torch.randint(0, 256, (N, K // 2), dtype=torch.uint8, device="cuda", generator=ctx.gen)
+    block = (torch.rand(N, K // 16, device="cuda", generator=ctx.gen) * 4 + 0.25).to(torch.float8_e4m3fn)
+    g = torch.tensor(0.01, dtype=torch.float32, device="cuda")
+    lut = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64, device="cuda")
+    codes = torch.stack([packed & 15, packed >> 4], dim=-1).view(N, K).long()
+    values = torch.where(codes >= 8, -1.0, 1.0).double() * lut[codes & 7]
+    decoded = values * block.double().repeat_interleave(16, 1) * g.double()
+    return packed, block.view(torch.uint8), g, decoded
+
+
+def weight_point(ctx: Context, N: int, K: int) -> None:
+    """The weight converters at (N, K): NVFP4 -> e4m3 (all three device
+    steps) and e4m3 block-scaled -> bf16."""
+    from gen.bench.torch_ref import dequant_weight, e4m3_f64, quantize_weight
+
+    torch = ctx.torch
+    rt = ctx.rt
+    n = rotation(3 * N * K, ctx.l2_bytes)
+    where = f"N={N} K={K}"
+    if ctx.want("nvfp4_to_fp8"):
+        srcs = [_nvfp4_weight(ctx, N, K) for _ in range(n)]
+        qs = [torch.empty(N, K, dtype=torch.uint8, device="cuda") for _ in range(n)]
+        state = torch.zeros(4, dtype=torch.float32, device="cuda")
+        packed, block, g, decoded = srcs[0]
+        rt.nvfp4_to_fp8(packed, block, g, qs[0], state)
+        torch.cuda.synchronize()
+        if _reconstructs(ctx, "nvfp4_to_fp8", where, e4m3_f64(qs[0]) * state[1].double(), decoded):
+            _stream_row(ctx, "weight", "nvfp4_to_fp8", 0, N, K, N * K // 2 + N * K // 16 + N * K,
+                        [lambda i=i: rt.nvfp4_to_fp8(*srcs[i][:3], qs[i], state) for i in range(n)])
+        del srcs, qs
+    if ctx.want("fp8_dequant"):
+        import runtime
+
+        tensors = [quantize_weight(torch.randn(N, K, device="cuda", generator=ctx.gen)) for _ in range(n)]
+        ws = [runtime.Fp8Weight.from_checkpoint(q, s, check_values=False) for q, s in tensors]
+        outs = [torch.empty(N, K, dtype=torch.bfloat16, device="cuda") for _ in range(n)]
+        rt.fp8_dequant(ws[0], outs[0])
+        torch.cuda.synchronize()
+        # bf16 rounding once: at most 2^-9 relative per element
+        if _reconstructs(ctx, "fp8_dequant", where, outs[0], dequant_weight(*tensors[0]), 2.0**-8):
+            nbytes = 3 * N * K + 4 * (-(-N // 128)) * (K // 128)
+            _stream_row(ctx, "weight", "fp8_dequant", 0, N, K, nbytes,
+                        [lambda i=i: rt.fp8_dequant(ws[i], outs[i]) for i in range(n)])
 
 
 def copy_point(ctx: Context, nbytes: int = 1 << 30) -> None:

@@ -9,7 +9,7 @@ from gen.bench.grid import validate_record
 
 BASELINE = "cublaslt_block"
 # Arms measured against another peer than BASELINE (same numerics family).
-PEER_OF = {"w8a8_tensor": "cublaslt_tensor"}
+PEER_OF = {"w8a8_tensor": "cublaslt_tensor", "w8a8_row": "cublaslt_row"}
 
 
 def write_json(doc: Dict, path: Path) -> None:
@@ -32,7 +32,8 @@ def _gemm_index(rows: List[Dict]) -> Dict[Tuple[int, int, int], Dict[str, Dict]]
 
 def ratio_table(doc: Dict) -> str:
     """TFLOP/s per arm and its ratio to its peer (cuBLASLt block scaling,
-    or cuBLASLt per-tensor for the per-tensor arm), per point."""
+    cuBLASLt per-tensor for the per-tensor arm,
+    cuBLASLt row-wise for the per-row arm), per point."""
     index = _gemm_index(doc["rows"])
     impls = sorted({i for point in index.values() for i in point if i != BASELINE})
     head = ["N×K", "M", "roofline", BASELINE] + [f"{i} (×)" for i in impls]
@@ -56,8 +57,8 @@ def ratio_table(doc: Dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     other = [r for r in doc["rows"] if r["op"] != "gemm"]
     if other:
-        lines += ["", "| op | impl | M | K | µs | TB/s |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r['op']} | {r['impl']} | {r['M']} | {r['K']} | {r['us']:.1f} | {r['tbps']:.2f} |"
+        lines += ["", "| op | impl | M | N | K | µs | TB/s |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['op']} | {r['impl']} | {r['M']} | {r['N']} | {r['K']} | {r['us']:.1f} | {r['tbps']:.2f} |"
                   for r in other]
     return "\n".join(lines) + "\n"
 

@@ -41,14 +41,17 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
                        peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
                        families=families, all_instances=all_instances)
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
-                                      for m in ms] + [("gemm", s, m) for s in shapes for m in ms]
+                                      for m in ms] + [("weight", s, None) for s in shapes] \
+        + [("gemm", s, m) for s in shapes for m in ms]
     shape_inputs = None
     for i, (kind, shape, m) in enumerate(steps):
         _progress(i, len(steps), f"{kind} {shape or ''} {m or ''}")
         if kind == "copy" and ctx.want("copy"):
             arms.copy_point(ctx)
-        elif kind == "quant" and (ctx.want("quant_group") or ctx.want("scale_mn_major")):
+        elif kind == "quant" and any(map(ctx.want, arms.QUANT_ARMS)):
             arms.quant_point(ctx, *m)
+        elif kind == "weight" and any(map(ctx.want, arms.WEIGHT_ARMS)):
+            arms.weight_point(ctx, *shape)
         elif kind == "gemm":
             if shape_inputs is None or (shape_inputs.N, shape_inputs.K) != shape:
                 shape_inputs = None
