@@ -400,12 +400,15 @@ class W8A8WgmmaSpec(KernelSpec):
     warpgroup per 64 rows, one TMA producer warpgroup), `stages` deep, a
     persistent grid walking tiles in column groups of `group_n`. With
     ksplit > 1 (bm 64), that many math warpgroups share each tile's K blocks
-    (shorter serial chains for small M) and add up in shared memory."""
+    (shorter serial chains for small M) and add up in shared memory. With
+    temps 2, two per-block temporaries alternate so that the next block's
+    MMAs run while the last one is promoted."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
     group_n: int = 16
     ksplit: int = 1
+    temps: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -420,7 +423,8 @@ class W8A8WgmmaSpec(KernelSpec):
 
     def tag(self) -> str:
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
-        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}"
+        temps = f"_t{self.temps}" if self.temps > 1 else ""
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}"
 
     @property
     def math_warpgroups(self) -> int:
@@ -460,10 +464,13 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: ksplit is 1, or 2 or 4 with bm 64")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
-        if self.bn > math_regs - 40:
-            # a math thread holds bn/2 total + bn/2 per-block accumulators
-            raise CatalogError(f"{self.name}: bn={self.bn} needs {self.bn} accumulator registers per thread; "
-                               f"a math warpgroup gets {math_regs}")
+        if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1):
+            raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split")
+        # a math thread holds bn/2 total + bn/2 per temporary
+        acc_regs = self.bn // 2 * (1 + self.temps)
+        if acc_regs > math_regs - 40:
+            raise CatalogError(f"{self.name}: bn={self.bn} with {self.temps} temporaries needs {acc_regs} "
+                               f"accumulator registers per thread; a math warpgroup gets {math_regs}")
         if not 2 <= self.stages <= 16:
             raise CatalogError(f"{self.name}: stages must be 2..16")
         if self.group_n < 1:

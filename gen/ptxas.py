@@ -9,6 +9,10 @@ _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _WARN = re.compile(r"ptxas warning\s*:\s*(.*)")
+# Reported as mere "info" but as costly as the warnings: wgmma serialized
+# (C7514 and kin: "Potential Performance Loss") or a wgmma wait the compiler
+# had to inject (C7517) because an accumulator may be read while in flight.
+_LOSS = re.compile(r"ptxas info\s*:\s*(.*(?:Potential Performance Loss|\(C7517\)).*)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,6 +22,7 @@ class Resources:
     stack_bytes: int
     spill_bytes: int
     warnings: List[str]
+    losses: List[str] = dataclasses.field(default_factory=list)
 
     def violations(self) -> List[str]:
         """Build-breaking findings: local memory (stack or spills) and any
@@ -29,6 +34,7 @@ class Resources:
         if self.stack_bytes:
             found.append(f"{self.stack_bytes} bytes of stack frame (local memory)")
         found.extend(f"ptxas warning: {w}" for w in self.warnings)
+        found.extend(f"ptxas performance loss: {w}" for w in self.losses)
         return found
 
 
@@ -47,4 +53,5 @@ def parse(log: str) -> Resources:
         stack_bytes=max(f[0] for f in frames),
         spill_bytes=max(f[1] + f[2] for f in frames),
         warnings=[m.group(1).strip() for m in _WARN.finditer(log)],
+        losses=[m.group(1).strip() for m in _LOSS.finditer(log)],
     )

@@ -71,6 +71,18 @@ def test_ptxas_spills_and_warnings_break_the_build():
     assert any("C7510" in x for x in parse(warned).violations())
 
 
+def test_ptxas_serialization_reported_as_info_breaks_the_build():
+    # what ptxas 13.0 printed for a two-temporary mainloop whose loop exits
+    # left a wgmma group possibly in flight
+    injected = CLEAN + ("ptxas info    : (C7517) warpgroup.wait is injected in around line 1479 by compiler to "
+                        "allow use of registers defined by GMMA in function 'k'\n")
+    serialized = CLEAN + ("ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are "
+                          "serialized due to non wgmma instructions reading accumulator registers of  a wgmma "
+                          "between start and end of the pipeline stage in the function 'k'\n")
+    assert any("C7517" in x for x in parse(injected).violations())
+    assert any("C7514" in x for x in parse(serialized).violations())
+
+
 def test_ptxas_every_function_report_counts():
     second = CLEAN.replace("'k'", "'helper'").replace("0 bytes stack frame, 0 bytes spill stores",
                                                       "16 bytes stack frame, 8 bytes spill stores")

@@ -46,9 +46,12 @@ struct Params {
   int tiles_m, tiles_n;
 };
 
-template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_>
+template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
+  // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
+  // block k is promoted (the tensor cores never wait for the promotion).
+  static constexpr int TEMPS = TEMPS_;
   static constexpr int SCALE_MODE = SCALE_MODE_;
   static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
@@ -89,6 +92,8 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1 && 3 * BN / 2 <= 192),
+                "two temporaries: no K split, and total + 2 temporaries within the register budget");
 };
 
 // The MMA of one warpgroup: m64 x BN x k32, e4m3 x e4m3 -> f32, both
@@ -190,12 +195,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
 
-    // Block kb: MMAs into a per-block accumulator, waited, then promoted
-    // acc += t * a_scale * w_scale. (Two accumulators, block k+1's MMAs in
-    // flight during block k's promotion, measured slower on the H200: ptxas
-    // then serializes every wgmma. The math warpgroups overlap each other's
-    // promotion instead.) The weight scales come from global memory (L2):
-    // they are loaded one block ahead, off the critical path.
+    // Block kb: MMAs into a per-block temporary, waited, then promoted
+    // acc += t * a_scale * w_scale. The weight scales come from global
+    // memory (L2): they are loaded one block ahead, off the critical path.
     // (Row and tensor modes scale once at the end: here every factor is 1.)
     auto w_scales = [&](int kb, float& lo, float& hi) {
       lo = hi = 1.f;
@@ -204,19 +206,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
       }
     };
-    float wsc_lo, wsc_hi;
-    w_scales(min(k_lane, kblocks - 1), wsc_lo, wsc_hi);
-    for (int kb = 0; kb < kblocks; ++kb) {
-      // every warpgroup walks every stage (the ring's order), using its own
-      const int s = stage;
-      const uint32_t ph = phase;
-      if (++stage == C::STAGES) {
-        stage = 0;
-        phase ^= 1;
-      }
-      if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
+    // The MMAs of the stage at (s, ph) into t, and that stage's activation
+    // scales (read while the MMAs run).
+    auto issue = [&](int s, uint32_t ph, float (&t)[NACC], float& sa0, float& sa1) {
       ptx::mbar_wait(full(s), ph);
-      float t[NACC];
 #pragma unroll
       for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
@@ -225,18 +218,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
-      // the scales' latencies hide behind the MMAs
-      float sa0 = 1.f, sa1 = 1.f;
+      sa0 = sa1 = 1.f;
       if constexpr (C::BLOCK_SCALES) {
         const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
         sa0 = sa[row];
         sa1 = sa[row + 8];
       }
-      float next_lo, next_hi;
-      w_scales(min(kb + C::KSPLIT, kblocks - 1), next_lo, next_hi);
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
-      ptx::wgmma_wait<0>();
+    };
+    // After t's MMAs were waited: release stage s, then acc += t * scales.
+    auto retire = [&](int s, float (&t)[NACC], float sa0, float sa1, float wsc_lo, float wsc_hi) {
 #pragma unroll
       for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
       __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
@@ -253,8 +243,77 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
         acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
       }
-      wsc_lo = next_lo;
-      wsc_hi = next_hi;
+    };
+    auto advance = [&](int& s, uint32_t& ph) {
+      if (++s == C::STAGES) {
+        s = 0;
+        ph ^= 1;
+      }
+    };
+
+    if constexpr (C::TEMPS == 2) {
+      // Two temporaries, the loop unrolled by two so that each has fixed
+      // registers (ptxas then keeps one commit group in flight across the
+      // other's promotion instead of serializing the wgmmas).
+      float ta[NACC], tb[NACC];
+      float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
+      int is = stage;  // the issue cursor runs one block ahead of (stage, phase)
+      uint32_t iph = phase;
+      issue(is, iph, ta, a0, a1);
+      advance(is, iph);
+      w_scales(0, wa_lo, wa_hi);
+      // Every exit waits for all groups on its own path: ptxas must see
+      // that no wgmma is in flight once the loop is left, or it serializes.
+      for (int kb = 0;; kb += 2) {
+        if (kb + 1 < kblocks) {
+          issue(is, iph, tb, b0, b1);
+          advance(is, iph);
+          w_scales(kb + 1, wb_lo, wb_hi);
+          ptx::wgmma_wait<1>();
+          retire(stage, ta, a0, a1, wa_lo, wa_hi);
+          advance(stage, phase);
+        } else {
+          ptx::wgmma_wait<0>();
+          retire(stage, ta, a0, a1, wa_lo, wa_hi);
+          advance(stage, phase);
+          break;
+        }
+        if (kb + 2 < kblocks) {
+          issue(is, iph, ta, a0, a1);
+          advance(is, iph);
+          w_scales(kb + 2, wa_lo, wa_hi);
+          ptx::wgmma_wait<1>();
+          retire(stage, tb, b0, b1, wb_lo, wb_hi);
+          advance(stage, phase);
+        } else {
+          ptx::wgmma_wait<0>();
+          retire(stage, tb, b0, b1, wb_lo, wb_hi);
+          advance(stage, phase);
+          break;
+        }
+      }
+    } else {
+      // One temporary: wait, MMAs, wait, promote. The math warpgroups
+      // overlap each other's promotion.
+      float wsc_lo, wsc_hi;
+      w_scales(min(k_lane, kblocks - 1), wsc_lo, wsc_hi);
+      for (int kb = 0; kb < kblocks; ++kb) {
+        // every warpgroup walks every stage (the ring's order), using its own
+        const int s = stage;
+        const uint32_t ph = phase;
+        advance(stage, phase);
+        if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
+        float t[NACC], sa0, sa1;
+        issue(s, ph, t, sa0, sa1);
+        float next_lo, next_hi;
+        w_scales(min(kb + C::KSPLIT, kblocks - 1), next_lo, next_hi);
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
+        ptx::wgmma_wait<0>();
+        retire(s, t, sa0, sa1, wsc_lo, wsc_hi);
+        wsc_lo = next_lo;
+        wsc_hi = next_hi;
+      }
     }
 
     if constexpr (C::KSPLIT > 1) {
