@@ -409,6 +409,7 @@ class W8A8WgmmaSpec(KernelSpec):
     group_n: int = 16
     ksplit: int = 1
     temps: int = 1
+    kslices: int = 1  # split K across CTAs (small M), through a runtime workspace
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -424,7 +425,8 @@ class W8A8WgmmaSpec(KernelSpec):
     def tag(self) -> str:
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
         temps = f"_t{self.temps}" if self.temps > 1 else ""
-        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}"
+        slices = f"_x{self.kslices}" if self.kslices > 1 else ""
+        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}"
 
     @property
     def math_warpgroups(self) -> int:
@@ -440,14 +442,15 @@ class W8A8WgmmaSpec(KernelSpec):
         sa_stride = -(-self.bm * 4 // 128) * 128
         out_tile = self.bm * self.bn * 2 if self.bn % 64 == 0 else 0  # TMA-store epilogue staging
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
+        slice_flag = 16 if self.kslices > 1 else 0
         return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
-                + 2 * self.stages * 8 + 1024)
+                + 2 * self.stages * 8 + slice_flag + 1024)
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
         # (16-byte rows: M padded to 4), N % 8 for 16-byte TMA rows of bf16.
         return {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
-                "tile_m": self.bm, "tile_n": self.bn}
+                "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
 
     def check(self, hw: Hardware) -> None:
         super().check(hw)
@@ -466,6 +469,10 @@ class W8A8WgmmaSpec(KernelSpec):
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
         if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1):
             raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split")
+        if not 1 <= self.kslices <= 16 or (self.kslices > 1 and self.ksplit > 1):
+            raise CatalogError(f"{self.name}: kslices is 1..16, and K is split across CTAs or warpgroups, not both")
+        if self.kslices > 1 and self.scale_mode != "kScaleBlock":
+            raise CatalogError(f"{self.name}: K slices are built for the block-scaled family only")
         # a math thread holds bn/2 total + bn/2 per temporary
         acc_regs = self.bn // 2 * (1 + self.temps)
         if acc_regs > math_regs - 40:

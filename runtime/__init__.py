@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Dict, Optional
 
-from runtime import ops, select
+from runtime import ops, select, splitk
 from runtime import validate as v
 from runtime.dispatch import choose
 from runtime.env import knobs
@@ -53,10 +53,17 @@ class Runtime:
         """The instance the measured dispatch table (else the tile rule) picks."""
         return choose(self.entries[family], self.dispatch, m, n, k).name
 
-    def _gemm_instance(self, family: str, a, w) -> Optional[str]:
-        """Dispatch for direct GEMM calls; shape errors are left to validation."""
+    def _gemm_instance(self, family: str, a, w, workspace: Optional[Workspace] = None) -> Optional[str]:
+        """Dispatch for direct GEMM calls; shape errors are left to validation.
+        A split-K pick needs room in `workspace`; without it, the pick among
+        the instances that need none."""
         try:
-            return self.pick(family, a.shape[0], w.shape[0], w.shape[1])
+            m, n, k = a.shape[0], w.shape[0], w.shape[1]
+            found = self.entries[family]
+            picked = choose(found, self.dispatch, m, n, k)
+            if splitk.is_split(picked) and not (workspace is not None and workspace.fits_split(m, n, picked)):
+                picked = choose([e for e in found if not splitk.is_split(e)] or found, self.dispatch, m, n, k)
+            return picked.name
         except (AttributeError, IndexError, KeyError, TypeError):
             return None
 
@@ -70,7 +77,9 @@ class Runtime:
         """The selection rule for a projection [n, k] at m tokens on this device."""
         return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(), levers=self.levers,
                              available=Availability(quantizer=bool(self.entries.get("quant_group")),
-                                                    scratch=workspace is not None and workspace.fits(m, k)),
+                                                    scratch=workspace is not None and workspace.fits(m, k),
+                                                    split_room=lambda e, m_, n_: workspace is not None
+                                                    and workspace.fits_split(m_, n_, e)),
                              entries=self.entries, arch=self.arch, tp=tp, parallel=parallel, out_rows=out_rows,
                              dispatch=self.dispatch)
 
@@ -94,7 +103,8 @@ class Runtime:
         q = s = None
         if d.w8a8:
             plans, q, s = quantize_plans(self.entries, d, x, workspace, self.device, weight)
-        plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device)
+        plans += projection_plans(self.entries, d, x=x, q=q, scale=s, weight=weight, out=out, device=self.device,
+                                  workspace=workspace)
         for p in plans:
             self.run_plan(p, stream)
         return d
@@ -136,12 +146,15 @@ class Runtime:
         self.run_plan(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                    instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
 
-    def w8a8_wgmma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
+    def w8a8_wgmma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
+                   workspace: Optional[Workspace] = None):
         """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent); a_scale is
-        MN-major [K/128, M_pad] like w8a8_cutlass's."""
+        MN-major [K/128, M_pad] like w8a8_cutlass's. Given a workspace made
+        with max_n, the split-K instances (small M) may run."""
         a, w = v.matrix("w8a8_wgmma", "a", a), v.matrix("w8a8_wgmma", "weight", w)
         self.run_plan(ops.w8a8_wgmma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
-                                 instance=instance or self._gemm_instance("w8a8_wgmma", a, w)), stream)
+                                     instance=instance or self._gemm_instance("w8a8_wgmma", a, w, workspace),
+                                     workspace=workspace), stream)
 
     def quant_tensor(self, x, q, state, *, w_scale=None, eps: float = ops.DEFAULT_EPS, stream=None):
         """Per-tensor quantization in three device steps (no host sync); see ops.quant_tensor."""
@@ -202,8 +215,10 @@ class Runtime:
         self.run_plan(quant, stream)
         self.run_plan(gemm, stream)
 
-    def workspace(self, max_m: int, max_k: int, ffn_intermediate: int = 0) -> Workspace:
-        return Workspace(self, max_m, max_k, ffn_intermediate)
+    def workspace(self, max_m: int, max_k: int, ffn_intermediate: int = 0, max_n: int = 0) -> Workspace:
+        """Scratch for up to max_m tokens (see runtime.Workspace); max_n > 0
+        also sizes it for the split-K GEMMs of projections up to max_n wide."""
+        return Workspace(self, max_m, max_k, ffn_intermediate, max_n)
 
 
 _lock = threading.Lock()

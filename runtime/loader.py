@@ -39,15 +39,20 @@ class HostShim:
     def __init__(self, path, entry: manifest.KernelEntry):
         import ctypes
 
+        # split-K instances take their workspace through a second entry point
+        self.split = int(entry.constraints.get("k_slices", 1)) > 1
+        symbol = f"{entry.symbol}_prepare_split" if self.split else f"{entry.symbol}_prepare"
         try:
             lib = ctypes.CDLL(str(path))
-            self._prepare = getattr(lib, f"{entry.symbol}_prepare")
+            self._prepare = getattr(lib, symbol)
         except (OSError, AttributeError) as e:
             raise LoadError(f"host shim {path} of {entry.name} does not load: {e}") from None
         self._prepare.restype = ctypes.c_int
         self._prepare.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                   ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        if self.split:  # counters, counter slots, partials, partial bytes
+            self._prepare.argtypes += [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
         self.size = int(entry.constraints["params_bytes"])
         # 64-byte aligned storage for Params (it holds 64-byte aligned TMA descriptors)
         self._raw = (ctypes.c_uint8 * (self.size + 64))()
@@ -64,14 +69,20 @@ class HostShim:
 
         import ctypes
 
+        extra = ()
+        if self.split:
+            extra = (args.get("counters", 0), args.get("counter_slots", 0), args.get("partials", 0),
+                     args.get("partial_bytes", 0))
         rc = self._prepare(ctypes.addressof(self.params), self.size, args["a"], args["a_scale"], args["ld_scale"],
                            args["w"], args["w_scale"], args["out"], args["M"], args["N"], args["K"], sm_count,
-                           ctypes.addressof(self.grid))
+                           ctypes.addressof(self.grid), *extra)
         if rc:
             why = {1: "the kernel cannot implement this problem (alignment or shape)",
                    2: "the Params buffer is too small", 3: "the instance asks for a device workspace",
                    4: "libcuda.so.1 (cuTensorMapEncodeTiled) could not be loaded",
-                   5: "cuTensorMapEncodeTiled rejected an operand (address alignment or extents)"}.get(rc, rc)
+                   5: "cuTensorMapEncodeTiled rejected an operand (address alignment or extents)",
+                   6: "the split-K instance got no (or too small a) workspace for its counters and partial "
+                      "tiles"}.get(rc, rc)
             raise LaunchError(f"{self.name}: host shim refused: {why}")
         return self.params, (self.grid[0], self.grid[1], self.grid[2])
 

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from typing import Dict, List, Optional, Tuple
 
+from runtime import splitk
 from runtime import validate as v
 from runtime.errors import LoadError
 from runtime.manifest import KernelEntry
@@ -194,10 +195,12 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
                   max_m=k.constraints["max_m"], instance=instance)
 
 
-def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance, workspace=None) -> Launch:
     """The Params-launched W8A8 GEMMs (a host shim builds Params and the
     grid): MN-major activation scales [K/128, M_pad] (token index
-    contiguous, M_pad >= M a multiple of 4), as quant_group writes them."""
+    contiguous, M_pad >= M a multiple of 4), as quant_group writes them.
+    A split-K instance takes its counters and partial tiles from
+    `workspace` (a runtime.Workspace made with max_n)."""
     a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
     w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
@@ -209,23 +212,31 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(G, m_pad), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
-    k = _instance(_only(entries, op), M, instance)
+    found = _only(entries, op)
+    if instance is None and workspace is None:  # the tile rule, among instances that need no workspace
+        found = [e for e in found if not splitk.is_split(e)] or found
+    k = _instance(found, M, instance)
+    split = {}
+    if splitk.needs(k, M, N, K)[0]:
+        v.require(op, workspace is not None,
+                  f"{k.name} splits K across CTAs and needs a workspace (rt.workspace(..., max_n=N))")
+        split = workspace.split_args(k, M, N, K)
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
-                                     out=Os.ptr, M=M, N=N, K=K))
+                                     out=Os.ptr, M=M, N=N, K=K, **split))
 
 
 def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-                 instance: Optional[str] = None) -> Launch:
+                 instance: Optional[str] = None, workspace=None) -> Launch:
     """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
     scales are MN-major [K/128, M_pad], as quant_group writes them."""
-    return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance)
+    return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance, workspace)
 
 
 def w8a8_wgmma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-               instance: Optional[str] = None) -> Launch:
+               instance: Optional[str] = None, workspace=None) -> Launch:
     """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent): the same operands
-    as w8a8_cutlass."""
-    return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance)
+    as w8a8_cutlass; split-K instances need `workspace`."""
+    return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance, workspace)
 
 
 # The fast (MN-major, Params-launched) families' plans, by family.

@@ -37,7 +37,9 @@ def quantize_plans(entries, d: Decision, x, workspace, device: Optional[int], we
 
 
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,
-                     device: Optional[int]) -> List[ops.Launch]:
+                     device: Optional[int], workspace=None) -> List[ops.Launch]:
+    """The GEMM launch of decision `d` (a split-K fast instance takes its
+    counters and partial tiles from `workspace`)."""
     if d.arm == ARM_W8A8_TENSOR:
         weight.expect("tensor", d.arm)
         plan = ops.w8a8_tensor if d.family == "w8a8_tensor" else ops.w8a8_mma_tensor
@@ -50,7 +52,8 @@ def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, ou
         return [plan(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_FAST:
         plan = ops.FAST_PLANS[d.family]
-        return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance)]
+        return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance,
+                     workspace=workspace)]
     if d.w8a8:
         return [ops.w8a8_mma(entries, q, scale, weight.weight, weight.scale, out, device=device,
                              instance=d.instance)]

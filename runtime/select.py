@@ -7,7 +7,7 @@ route log and `python -m gen explain` can all say which one failed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from runtime.dispatch import choose, lookup
 from runtime.env import Knobs
@@ -86,6 +86,10 @@ class Availability:
     quantizer: bool
     scratch: bool
     note: str = ""
+    # Whether the workspace holds a split-K instance's counters and partial
+    # tiles at (m, n) (entry, m, n); None: no workspace made with max_n (explain
+    # assumes one exists, as it assumes the scratch).
+    split_room: Optional[Callable[[KernelEntry, int, int], bool]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +207,9 @@ def _clauses(m: int, s: Shard, weight_format: str, knobs: Knobs, levers: Levers,
 
 
 def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch: str,
-                  out_rows: Optional[int], dispatch: Dict) -> Tuple[List[Clause], Optional[KernelEntry]]:
+                  out_rows: Optional[int], dispatch: Dict,
+                  split_room: Optional[Callable[[KernelEntry, int, int], bool]] = None
+                  ) -> Tuple[List[Clause], Optional[KernelEntry]]:
     """The fast instance's own constraints, from its manifest entry."""
     candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, [])]
     # the cross-family table's pick first (else each family's table pick, in
@@ -225,6 +231,9 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
             ("output_room", not c.get("writes_padded_m") or out_rows is None or out_rows >= m_pad,
              f"writes {m_pad} rows (M padded to {c.get('m_align', 1)}); output has room for {out_rows}"),
             ("n_multiple", s.n % c.get("n_multiple", 1) == 0, f"n % {c.get('n_multiple', 1)} == 0"),
+            ("split_k_room", c.get("k_slices", 1) == 1 or split_room is None or split_room(e, m, s.n),
+             f"splits K across CTAs: the workspace holds its tile counters and partial tiles at m={m}, n={s.n} "
+             "(rt.workspace(..., max_n=))"),
         ]
         ok = all(holds for _, holds, _ in checks)
         failed = [f"{name}: {why}" for name, holds, why in checks if not holds]
@@ -251,7 +260,7 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     notes: List[str] = []
     fast_clauses: List[Clause] = []
     if all(c.holds for c in clauses):
-        fast_clauses, fast = _fast_clauses(m, s, entries, arch, out_rows, dispatch)
+        fast_clauses, fast = _fast_clauses(m, s, entries, arch, out_rows, dispatch, available.split_room)
         if fast is not None:
             return Decision(m, s, weight_format, ARM_W8A8_FAST, fast.name, tuple(clauses), tuple(fast_clauses))
         if entries.get(IN_TREE_FAMILY):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import weakref
 
+from runtime import splitk
 from runtime.driver import check, driver
 from runtime.errors import ValidationError
 from runtime.tensors import DeviceArray
@@ -29,31 +30,68 @@ class Workspace:
     `max_k` channels (e4m3 bytes + token-major f32 scales) and, when
     `ffn_intermediate` is given, the dense FFN's gate and up outputs (bf16).
     The FFN's down projection quantizes into the same quantization region,
-    after the gate/up GEMMs have read it (stream order)."""
+    after the gate/up GEMMs have read it (stream order).
 
-    def __init__(self, rt, max_m: int, max_k: int, ffn_intermediate: int = 0):
-        if max_m < 1 or max_k < _BLOCK or max_k % _BLOCK or ffn_intermediate % _BLOCK or ffn_intermediate < 0:
-            raise ValidationError(f"Workspace needs max_m >= 1 and max_k, ffn_intermediate multiples of {_BLOCK}; "
-                                  f"got max_m={max_m}, max_k={max_k}, ffn_intermediate={ffn_intermediate}")
+    With `max_n`, it also holds what the split-K GEMM instances need for
+    projections up to `max_n` wide: per-tile counters (zeroed here, once;
+    every launch leaves them zero) and the K slices' FP32 partial tiles.
+    Without it, those instances are not chosen. GEMMs sharing a workspace
+    must run in one stream's order (as for every region here)."""
+
+    def __init__(self, rt, max_m: int, max_k: int, ffn_intermediate: int = 0, max_n: int = 0):
+        if max_m < 1 or max_k < _BLOCK or max_k % _BLOCK or ffn_intermediate % _BLOCK or ffn_intermediate < 0 \
+                or max_n < 0:
+            raise ValidationError(f"Workspace needs max_m >= 1, max_k and ffn_intermediate multiples of {_BLOCK} "
+                                  f"and max_n >= 0; got max_m={max_m}, max_k={max_k}, "
+                                  f"ffn_intermediate={ffn_intermediate}, max_n={max_n}")
         self.rt, self.max_m, self.max_k, self.ffn_intermediate = rt, max_m, max_k, ffn_intermediate
+        self.max_n = max_n
+        # the largest split-K need of any built instance at (max_m, max_n)
+        split = [splitk.needs(e, max_m, max_n, 1 << 30) for es in rt.entries.values() for e in es
+                 if max_n and splitk.is_split(e)]
+        self.counter_slots = max((c for c, _ in split), default=0)
+        self.partial_bytes = max((b for _, b in split), default=0)
         self.quant_k = max(max_k, ffn_intermediate)
         q_bytes = _up(max_m * self.quant_k)
         # room for MN-major scales too: [K/128, M_pad], M padded to 4 tokens
         s_bytes = _up(_pad4(max_m) * (self.quant_k // _BLOCK) * 4)
         ffn_bytes = _up(max_m * ffn_intermediate * 2)
+        state = q_bytes + s_bytes + 2 * ffn_bytes
+        counters = state + _ALIGN
+        partials = counters + _up(4 * self.counter_slots)
         self._offsets = {"q": 0, "scale": q_bytes, "gate": q_bytes + s_bytes, "up": q_bytes + s_bytes + ffn_bytes,
-                         "state": q_bytes + s_bytes + 2 * ffn_bytes}
-        self.nbytes = q_bytes + s_bytes + 2 * ffn_bytes + _ALIGN
+                         "state": state, "counters": counters, "partials": partials}
+        self.nbytes = partials + _up(self.partial_bytes)
         with rt.ctx.current():
             self._ptr = int(check(driver.cuMemAlloc(self.nbytes), "cuMemAlloc"))
-            # the per-tensor state starts at zero (its amax slot must); set once, here
-            check(driver.cuMemsetD8(self._ptr + self._offsets["state"], 0, _ALIGN), "cuMemsetD8")
+            # the per-tensor state and the split-K counters start at zero (the
+            # amax slot and the counts must); set once, here
+            check(driver.cuMemsetD8(self._ptr + state, 0, partials - state), "cuMemsetD8")
         # Freed by close(), or when the workspace is garbage-collected.
         self._finalizer = weakref.finalize(self, _free, rt.ctx, self._ptr)
 
     def fits(self, M: int, K: int) -> bool:
         """Whether a call with M tokens of K channels has room here."""
         return bool(self._ptr) and M <= self.max_m and K <= self.quant_k
+
+    def fits_split(self, M: int, N: int, entry) -> bool:
+        """Whether this workspace holds what `entry` (a split-K instance) needs at (M, N)."""
+        slots, nbytes = splitk.needs(entry, M, N, 1 << 30)
+        return bool(self._ptr) and slots <= self.counter_slots and nbytes <= self.partial_bytes
+
+    def split_args(self, entry, M: int, N: int, K: int) -> dict:
+        """The split-K launch arguments of `entry` at (M, N, K) (none when it does not split)."""
+        slots, nbytes = splitk.needs(entry, M, N, K)
+        if not slots:
+            return {}
+        if not self._ptr:
+            raise ValidationError("workspace was closed")
+        if slots > self.counter_slots or nbytes > self.partial_bytes:
+            raise ValidationError(f"{entry.name} at M={M}, N={N} needs {slots} tile counters and {nbytes} bytes of "
+                                  f"partial tiles; this workspace (max_m={self.max_m}, max_n={self.max_n}) holds "
+                                  f"{self.counter_slots} and {self.partial_bytes}")
+        return dict(counters=self._ptr + self._offsets["counters"], counter_slots=self.counter_slots,
+                    partials=self._ptr + self._offsets["partials"], partial_bytes=self.partial_bytes)
 
     def _view(self, region: str, M: int, K: int, limit_k: int, shape, dtype: str) -> DeviceArray:
         if not self._ptr:

@@ -41,10 +41,23 @@ def ulp_agreement(a: torch.Tensor, b: torch.Tensor, abs_sum: torch.Tensor):
     return bool((diff <= 2 * ulp + 2.0**-QGMMA_ACC_BITS * abs_sum.float()).all()), plain
 
 
+@pytest.fixture(scope="module")
+def split_ws(rt):
+    """Room for every split-K instance at the largest M and N tested here."""
+    ws = rt.workspace(1000, 128, max_n=max(n for n, _ in SHAPES))
+    yield ws
+    ws.close()
+
+
+def _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, out, ws):
+    extra = {"workspace": ws} if family == "w8a8_wgmma" else {}
+    getattr(rt, family)(a_q, a_s_mn, w_q, w_s, out, instance=instance, **extra)
+
+
 @pytest.mark.parametrize("family,instance", INSTANCES, ids=[name for _, name in INSTANCES])
 @pytest.mark.parametrize("N,K", SHAPES)
 @pytest.mark.parametrize("M", [1, 17, 100, 1000])
-def test_fast_agrees_with_mma(rt, gen, family, instance, M, N, K):
+def test_fast_agrees_with_mma(rt, gen, split_ws, family, instance, M, N, K):
     w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
     a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
     m_pad = -(-M // 4) * 4
@@ -52,7 +65,7 @@ def test_fast_agrees_with_mma(rt, gen, family, instance, M, N, K):
     rt.scale_mn_major(a_s, a_s_mn)  # the adapter pads tokens M..M_pad with zeros
     out = Guarded((M, N), torch.bfloat16, float("nan"))
     base = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-    getattr(rt, family)(a_q, a_s_mn, w_q, w_s, out.view, instance=instance)
+    _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, out.view, split_ws)
     rt.w8a8_mma(a_q, a_s, w_q, w_s, base)
     torch.cuda.synchronize()
     assert out.canaries_intact()
@@ -63,3 +76,74 @@ def test_fast_agrees_with_mma(rt, gen, family, instance, M, N, K):
     agree, plain = ulp_agreement(out.view, base, abs_sum)
     print(f"{instance} M={M} N={N} K={K}: {plain:.4%} within 2 bf16 ULP of w8a8_mma")
     assert agree and plain >= 0.98, f"{plain:.4%} of outputs within 2 bf16 ULP of w8a8_mma"
+
+
+SPLIT = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and s.kslices > 1]
+
+
+def test_split_instances_exist():
+    assert SPLIT, "no split-K wgmma instance is built"
+
+
+@pytest.mark.parametrize("instance", SPLIT)
+def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws, instance):
+    """Many launches through one workspace: each correct (the tile counters
+    were left at zero by the one before, or tiles would be stored early or
+    never), and the same inputs give the same bits (partials added in slice
+    order, whichever CTA finishes last)."""
+    M, N, K = 100, 4096, 7168
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    outs = []
+    for trial in range(4):
+        if trial < 3:  # fresh activations; the last trial repeats the third
+            a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+            a_s_mn = torch.zeros((K // 128, 100), device="cuda")
+            rt.scale_mn_major(a_s, a_s_mn)
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance, workspace=split_ws)
+        torch.cuda.synchronize()
+        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+        assert ok, f"launch {trial}: {detail}"
+        outs.append(out)
+    assert torch.equal(outs[2], outs[3]), "split-K sums differ between two runs on the same inputs"
+
+
+def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
+    """rt.linear through a split-K instance (the dispatch table names it),
+    captured once in a CUDA graph and replayed on new activations: each
+    replay is correct, so every launch left its tile counters at zero."""
+    import runtime
+
+    M, N, K = 64, 4096, 7168
+    row = {"n": N, "k": K, "m_max": 256, "instance": SPLIT[-1]}
+    monkeypatch.setattr(rt, "dispatch", {**rt.dispatch, "w8a8_fast": [row], "w8a8_wgmma": [row]})
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    weight = runtime.Fp8Weight.from_checkpoint(w_q, w_s, rt=rt)
+    ws = rt.workspace(M, K, max_n=N)
+    x = with_outliers((M, K), gen).to(torch.bfloat16)
+    out = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        d = rt.linear(x, weight, out, ws, stream=s)  # warm-up outside the capture
+    assert d.instance == SPLIT[-1], d.explain()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        rt.linear(x, weight, out, ws, stream=torch.cuda.current_stream())
+    for _ in range(3):
+        x.copy_(with_outliers((M, K), gen).to(torch.bfloat16))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        # the reference reads the activations as fp8gen's quantizer wrote them
+        a_q = torch.empty(M, K, dtype=torch.uint8, device="cuda")
+        a_s = torch.empty(M, K // 128, dtype=torch.float32, device="cuda")
+        rt.quant_group(x, a_q, a_s, mn_major=False)
+        torch.cuda.synchronize()
+        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+        assert ok, detail
+    ws.close()

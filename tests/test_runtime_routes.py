@@ -174,3 +174,59 @@ def test_single_scale_weights_on_an_arch_without_wgmma(sm89_entries, monkeypatch
     d = rt.linear(arr((949, H), "bf16"), weight(I, H, scale_shape=(I,)), arr((949, I), "bf16"), ws)
     assert d.family == "w8a8_mma_row" and families(launches) == ["quant_token", "w8a8_mma_row"]
     assert launches[1][2]["a_scale"] == launches[0][2]["scale"]
+
+
+SPLIT = "w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t2_x4_sm90a"
+
+
+def _split_table(rt, n, k):
+    """A dispatch table naming the split-K instance at (n, k), as gen tune would."""
+    row = {"n": n, "k": k, "m_max": 256, "instance": SPLIT}
+    rt.dispatch = {**rt.dispatch, "w8a8_fast": [row], "w8a8_wgmma": [row]}
+
+
+def test_split_k_instance_takes_the_workspace_counters_and_partials(fake):
+    rt, launches = fake
+    m, n, k = 64, 4096, 7168
+    _split_table(rt, n, k)
+    ws = rt.workspace(256, k, max_n=n)
+    d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), ws)
+    assert d.instance == SPLIT and launches[-1][1] == SPLIT
+    args = launches[-1][2]
+    # 1 x 64 tiles of 64x64, 4 slices of K: counters and partials inside the workspace, apart
+    assert args["counter_slots"] >= 64 and args["partial_bytes"] >= 64 * 4 * 64 * 64 * 4
+    start, end = ws._ptr, ws._ptr + ws.nbytes
+    assert start <= args["counters"] < args["counters"] + 4 * args["counter_slots"] <= args["partials"]
+    assert args["partials"] + args["partial_bytes"] <= end
+    assert args["counters"] % 256 == 0 and args["partials"] % 256 == 0
+
+
+def test_split_k_instance_is_skipped_without_room(fake):
+    rt, launches = fake
+    m, n, k = 64, 4096, 7168
+    _split_table(rt, n, k)
+    for ws in (rt.workspace(256, k), rt.workspace(64, k, max_n=1024)):  # no split region / too small
+        d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), ws)
+        assert d.instance != SPLIT and "split_k_room" in d.explain()
+        assert "counters" not in launches[-1][2]
+    # direct calls: the table's split pick falls back without a workspace; naming it is refused
+    a, s, w, ws_, out = (arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
+                         arr((n // 128, k // 128), "f32"), arr((m, n), "bf16"))
+    rt.w8a8_wgmma(a, s, w, ws_, out)
+    assert launches[-1][1] != SPLIT and "counters" not in launches[-1][2]
+    with pytest.raises(runtime.ValidationError, match="needs a workspace"):
+        rt.w8a8_wgmma(a, s, w, ws_, out, instance=SPLIT)
+    with pytest.raises(runtime.ValidationError, match="tile counters"):
+        rt.w8a8_wgmma(a, s, w, ws_, out, instance=SPLIT, workspace=rt.workspace(64, k, max_n=1024))
+    rt.w8a8_wgmma(a, s, w, ws_, out, workspace=rt.workspace(256, k, max_n=n))
+    assert launches[-1][1] == SPLIT
+
+
+def test_split_k_counters_start_zeroed(fake, monkeypatch):
+    rt, _ = fake
+    sets = []
+    monkeypatch.setattr(FakeDriver, "cuMemsetD8", staticmethod(lambda ptr, value, count: sets.append((value, count))))
+    ws = rt.workspace(256, 7168, max_n=4096)
+    # the per-tensor state and the counters, in one set, to zero
+    assert sets == [(0, ws._offsets["partials"] - ws._offsets["state"])]
+    assert ws._offsets["counters"] - ws._offsets["state"] >= 16 and ws.counter_slots >= 64

@@ -4,7 +4,7 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<64, 64, 10, 16, 2, wg::kScaleBlock, 1>;
+using Config = wg::Config<64, 64, 10, 16, 2, wg::kScaleBlock, 1, 1>;
 static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
 static_assert(Config::SMEM_BYTES == 192160, "gen and the header disagree on shared memory");
 
@@ -27,11 +27,5 @@ extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_64
   wg::run<Config>(params, smem);
 }
 #else
-using Shim = wg::Shim<Config>;
-extern "C" size_t w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_k2_sm90a_params_size() { return Shim::params_size(); }
-extern "C" void w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_k2_sm90a_info(int* threads, int* smem, int* cluster) { Shim::info(threads, smem, cluster); }
-extern "C" int w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_k2_sm90a_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
-                                   const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {
-  return Shim::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);
-}
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_k2_sm90a, wg::Shim<Config>)
 #endif

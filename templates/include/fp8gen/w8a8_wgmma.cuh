@@ -42,16 +42,28 @@ struct Params {
   const float* w_scale;  // block: [ceil(N/128), K/128]; per-row: [N]; per-tensor: unused
   const float* a_scale;  // per-row: per-token [M]; per-tensor: the output scale (a device scalar)
   __nv_bfloat16* out;
+  // Split K (slices > 1): each tile's K blocks are cut into `slices` runs
+  // taken by different CTAs. Each writes its FP32 partial tile to `partials`
+  // [tiles x slices][BM x BN]; the last to finish (counted in counters[tile],
+  // zero before the launch and left zero after it) adds them in slice order
+  // (deterministic) and stores the tile.
+  float* partials;
+  int* counters;
+  int slices;
   int M, N, K;
   int tiles_m, tiles_n;
 };
 
-template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1>
+template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
+          int SLICES_ = 1>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
   // block k is promoted (the tensor cores never wait for the promotion).
   static constexpr int TEMPS = TEMPS_;
+  // Split K across CTAs (small M: more CTAs, each reading a K slice of A
+  // and W): at most SLICES slices per tile, through Params' workspace.
+  static constexpr int SLICES = SLICES_;
   static constexpr int SCALE_MODE = SCALE_MODE_;
   static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
@@ -74,8 +86,10 @@ struct Config {
   // A stages, W stages (each 1024-aligned for the swizzle), the epilogue
   // tile, the K-split sums, scale stages, then the full/empty barriers; 1024
   // bytes of slack to align the base.
+  // (+16: the split-K "last slice" flag.)
+  static constexpr int FLAG_BYTES = SLICES > 1 ? 16 : 0;
   static constexpr int SMEM_BYTES =
-      STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + 1024;
+      STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + FLAG_BYTES + 1024;
   static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + (BLOCK_SCALES ? SA_BYTES : 0);
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
@@ -92,6 +106,7 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1 && 3 * BN / 2 <= 192),
                 "two temporaries: no K split, and total + 2 temporaries within the register budget");
 };
@@ -131,8 +146,16 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int wg = threadIdx.x / 128;
   const int kblocks = p.K / kBlockK;
   const int tiles = p.tiles_m * p.tiles_n;
-  const int first_tile = blockIdx.x, tile_step = gridDim.x;
+  // Work units: (tile, K slice), the slices of a tile adjacent so that they
+  // run at the same time on neighbouring CTAs.
+  const int slices = C::SLICES > 1 ? p.slices : 1;
+  const int units = tiles * slices;
+  const int first_unit = blockIdx.x, unit_step = gridDim.x;
   auto coords = [&](int tile, int& tm, int& tn) { tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn); };
+  auto k_range = [&](int slice, int& kb_begin, int& kb_end) {
+    kb_begin = slice * kblocks / slices;
+    kb_end = (slice + 1) * kblocks / slices;
+  };
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
@@ -153,10 +176,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
-      for (int tile = first_tile; tile < tiles; tile += tile_step) {
-        int tm, tn;
+      for (int unit = first_unit; unit < units; unit += unit_step) {
+        const int tile = unit / slices;
+        int tm, tn, kb_begin, kb_end;
         coords(tile, tm, tn);
-        for (int kb = 0; kb < kblocks; ++kb) {
+        k_range(unit - tile * slices, kb_begin, kb_end);
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
@@ -183,9 +208,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   int stage = 0;
   uint32_t phase = 0;
 
-  for (int tile = first_tile; tile < tiles; tile += tile_step) {
-    int tm, tn;
+  for (int unit = first_unit; unit < units; unit += unit_step) {
+    const int tile = unit / slices, slice = unit - tile * slices;
+    int tm, tn, kb_begin, kb_end;
     coords(tile, tm, tn);
+    k_range(slice, kb_begin, kb_end);
     const int n0 = tn * C::BN;
     const float* ws_lo = p.w_scale + (n0 / 128) * kblocks;
     const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
@@ -261,11 +288,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       uint32_t iph = phase;
       issue(is, iph, ta, a0, a1);
       advance(is, iph);
-      w_scales(0, wa_lo, wa_hi);
+      w_scales(kb_begin, wa_lo, wa_hi);
       // Every exit waits for all groups on its own path: ptxas must see
       // that no wgmma is in flight once the loop is left, or it serializes.
-      for (int kb = 0;; kb += 2) {
-        if (kb + 1 < kblocks) {
+      for (int kb = kb_begin;; kb += 2) {
+        if (kb + 1 < kb_end) {
           issue(is, iph, tb, b0, b1);
           advance(is, iph);
           w_scales(kb + 1, wb_lo, wb_hi);
@@ -278,7 +305,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           advance(stage, phase);
           break;
         }
-        if (kb + 2 < kblocks) {
+        if (kb + 2 < kb_end) {
           issue(is, iph, ta, a0, a1);
           advance(is, iph);
           w_scales(kb + 2, wa_lo, wa_hi);
@@ -296,8 +323,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // One temporary: wait, MMAs, wait, promote. The math warpgroups
       // overlap each other's promotion.
       float wsc_lo, wsc_hi;
-      w_scales(min(k_lane, kblocks - 1), wsc_lo, wsc_hi);
-      for (int kb = 0; kb < kblocks; ++kb) {
+      w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
         // every warpgroup walks every stage (the ring's order), using its own
         const int s = stage;
         const uint32_t ph = phase;
@@ -306,7 +333,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         float t[NACC], sa0, sa1;
         issue(s, ph, t, sa0, sa1);
         float next_lo, next_hi;
-        w_scales(min(kb + C::KSPLIT, kblocks - 1), next_lo, next_hi);
+        w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
 #pragma unroll
         for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
         ptx::wgmma_wait<0>();
@@ -335,6 +362,39 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       ptx::named_barrier(15, C::MATH_WG * 128);  // the sums are read before the next tile writes them
       if (k_lane > 0) continue;
+    }
+
+    if constexpr (C::SLICES > 1) {
+      if (slices > 1) {
+        // This slice's partial tile to global memory (L2), laid out
+        // [64-row slice][register][thread]: each store instruction writes
+        // 512 contiguous bytes.
+        const int tid = threadIdx.x % 128;
+        constexpr int TILE_FLOATS = C::BM * C::BN;
+        float* mine = p.partials + (size_t(tile) * slices + slice) * TILE_FLOATS + wg_row * NACC * 128;
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
+        __threadfence();  // the partial is visible device-wide before the count says so
+        ptx::named_barrier(14, C::MATH_WG * 128);
+        volatile int* flag = reinterpret_cast<volatile int*>(smem_raw + (bar_base + 16u * C::STAGES - raw));
+        if (threadIdx.x == 0) {
+          const int done = atomicAdd(p.counters + tile, 1);
+          const bool last = done == slices - 1;
+          if (last) p.counters[tile] = 0;  // ready for the next launch
+          *flag = last;
+        }
+        ptx::named_barrier(14, C::MATH_WG * 128);
+        if (!*flag) continue;  // another slice's CTA finishes this tile
+        __threadfence();       // the other slices' partials are seen after their counts
+        // the sum in slice order, whichever slice came last: the same bits every run
+        const float* first = p.partials + size_t(tile) * slices * TILE_FLOATS + wg_row * NACC * 128 + tid;
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) acc[i] = __ldcg(first + i * 128);
+        for (int j = 1; j < slices; ++j) {
+#pragma unroll
+          for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(first + size_t(j) * TILE_FLOATS + i * 128);
+        }
+      }
     }
 
     if constexpr (C::SCALE_MODE == kScaleRow) {
@@ -441,7 +501,14 @@ inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, const void* pt
 // What the runtime calls (the same entry points as the CUTLASS shims).
 template <class C>
 struct Shim {
-  enum Status : int { kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5 };
+  enum Status : int {
+    kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5, kNeedWorkspace = 6
+  };
+
+  // Split K: no more slices than K blocks. A split call needs one counter
+  // per tile (zero before it, left zero after it: the runtime zeroes them
+  // once) and the slices' partial tiles (runtime/workspace.py sizes both).
+  static int slices_for(int K) { return C::SLICES < K / kBlockK ? C::SLICES : K / kBlockK; }
 
   static size_t params_size() { return sizeof(Params); }
 
@@ -452,7 +519,9 @@ struct Shim {
   }
 
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
-                     const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {
+                     const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid,
+                     int* counters = nullptr, size_t counter_slots = 0, float* partials = nullptr,
+                     size_t partial_bytes = 0) {
     if (cap < sizeof(Params)) return kBufferTooSmall;
     if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
@@ -478,12 +547,39 @@ struct Shim {
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
     const long tiles = long(p.tiles_m) * p.tiles_n;
-    grid[0] = unsigned(tiles < sm_count ? tiles : sm_count);  // persistent: at most one CTA per SM
+    p.slices = slices_for(K);
+    if (p.slices > 1) {
+      if (!counters || counter_slots < size_t(tiles) || !partials ||
+          partial_bytes < size_t(tiles) * p.slices * C::BM * C::BN * 4)
+        return kNeedWorkspace;
+      p.counters = counters;
+      p.partials = partials;
+    }
+    const long units = tiles * p.slices;
+    grid[0] = unsigned(units < sm_count ? units : sm_count);  // persistent: at most one CTA per SM
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
   }
 };
+
+// The C entry points the runtime binds (runtime/loader.py), named after the
+// kernel symbol. prepare_split also takes the workspace's tile counters and
+// partial tiles (split-K instances; others need none and ignore them).
+#define FP8GEN_WGMMA_SHIM_EXPORTS(SYM, SHIM)                                                                   \
+  extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
+  extern "C" void SYM##_info(int* threads, int* smem, int* cluster) { SHIM::info(threads, smem, cluster); }  \
+  extern "C" int SYM##_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w, \
+                               const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {  \
+    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);                       \
+  }                                                                                                          \
+  extern "C" int SYM##_prepare_split(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa,      \
+                                     const void* w, const float* sfw, void* d, int M, int N, int K,           \
+                                     int sm_count, unsigned* grid, int* counters, size_t counter_slots,       \
+                                     float* partials, size_t partial_bytes) {                                 \
+    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid, counters, counter_slots, \
+                         partials, partial_bytes);                                                            \
+  }
 
 #endif  // FP8GEN_HOST_SHIM
 
