@@ -26,6 +26,7 @@ class Context:
     memory_tbps: float
     families: List[str]
     all_instances: bool = False  # gen tune: time every instance, not only the dispatched one
+    workspace: object = None  # a runtime.Workspace with room for the split-K instances at every point
     rows: List[grid.Row] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
     progress: Callable[[str], None] = print
@@ -146,9 +147,10 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         if not ctx.want(family) or M % 4:  # unpadded MN-major scales need M % 4 == 0
             continue
         call = getattr(rt, family)
+        extra = {"workspace": ctx.workspace} if family == "w8a8_wgmma" else {}
         for inst in _instances(ctx, family, M, N, K):
             run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q"], a["a_s_gm"], w["w_q"], w["w_s"], o,
-                                                                 instance=i), ref_w8a8)
+                                                                 instance=i, **extra), ref_w8a8)
     if ctx.want("w8a16_gemm") and M > 4:
         for inst in _instances(ctx, "w8a16_gemm", M, N, K):
             run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,

@@ -39,7 +39,8 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     roof = hw.roofline
     ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
                        peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                       families=families, all_instances=all_instances)
+                       families=families, all_instances=all_instances,
+                       workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes)))
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]

@@ -25,9 +25,11 @@ def _one(instance: str, family: str, M: int, N: int, K: int, launches: int, seed
         out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
         sets.append((a_q, a_s.t().contiguous(), w_q, w_s, out, a_s))
     call = getattr(rt, family)
+    # split-K instances take their counters and partial tiles from a workspace
+    extra = {"workspace": rt.workspace(M, 128, max_n=N)} if family == "w8a8_wgmma" else {}
     for i in range(launches):
         a_q, a_s_gm, w_q, w_s, out, _ = sets[i % 2]
-        call(a_q, a_s_gm, w_q, w_s, out, instance=instance)
+        call(a_q, a_s_gm, w_q, w_s, out, instance=instance, **extra)
         if i % 25 == 24:
             torch.cuda.synchronize()
     torch.cuda.synchronize()
