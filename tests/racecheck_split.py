@@ -1,0 +1,35 @@
+"""A small problem for compute-sanitizer racecheck (full-size tests are too
+slow under it): every split-K and two-temporary wgmma instance, launched
+twice (the counters' reset path included), checked against float64.
+Run: compute-sanitizer --tool racecheck python3 tests/racecheck_split.py"""
+import sys
+
+import torch
+
+import runtime
+from gen.catalog import specs_for
+from gen.bench.torch_ref import dequant_act, dequant_weight, quantize_act, quantize_weight, rel_rms
+
+
+def main() -> int:
+    rt = runtime.load(torch.cuda.current_device())
+    M, N, K = 72, 256, 1024
+    ws = rt.workspace(M, 128, max_n=N)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    names = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and (s.kslices > 1 or s.temps > 1)]
+    bad = 0
+    for name in names:
+        for _ in range(2):
+            w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+            a_q, a_s = quantize_act(torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16))
+            out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+            rt.w8a8_wgmma(a_q, a_s.t().contiguous(), w_q, w_s, out, instance=name, workspace=ws)
+            torch.cuda.synchronize()
+            err = rel_rms(out, dequant_act(a_q, a_s) @ dequant_weight(w_q, w_s).T)
+            bad += not err < 2.0**-7
+            print(f"{name}: rel RMS {err:.2e}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
