@@ -135,7 +135,12 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         torch.cuda.synchronize()
         if ref is not None and not _checked(ctx, impl, M, N, K, outs[0], ref):
             return
-        us = time_us(torch, [lambda p=p: call(*p) for p in pairs])
+        try:
+            us = time_us(torch, [lambda p=p: call(*p) for p in pairs])
+        except Exception:
+            # a fault is sticky (the context is lost): say where it surfaced, then stop
+            ctx.progress(f"\nfault while timing {impl} {kernel} at M={M} N={N} K={K}")
+            raise
         _gemm_row(ctx, impl, kernel, M, N, K, us)
 
     rt = ctx.rt
