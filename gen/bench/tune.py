@@ -17,7 +17,7 @@ from runtime.select import FAST_FAMILIES, FAST_TABLE
 
 # Tables per family, plus one across the fast families (the selection rule's
 # W8A8 fast arm routes each point to the fastest of either).
-TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", FAST_TABLE)
+TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", "w8a8_tensor", "w8a8_row", FAST_TABLE)
 TABLE_IMPLS = {FAST_TABLE: FAST_FAMILIES}
 W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
 LAST_BUCKET = 2**31 - 1
