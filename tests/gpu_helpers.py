@@ -47,3 +47,19 @@ def gemm_error_ok(out: torch.Tensor, ref: torch.Tensor, abs_sum: torch.Tensor, a
     worst = (err / bound).max().item()
     rel_rms = (err.norm() / ref.norm().clamp_min(1e-30)).item()
     return worst <= 1.0 and rel_rms <= 2.0**-7, f"worst err/bound {worst:.3f}, rel rms {rel_rms:.2e}"
+
+
+def capture_graph(run):
+    """`run(stream)` once on a side stream (the warm-up, outside any
+    capture), then captured into a CUDA graph on the current stream: the
+    capture fails on any host synchronization. Returns the graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run(side)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run(torch.cuda.current_stream())
+    return graph

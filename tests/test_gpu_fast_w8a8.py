@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
-from gpu_helpers import with_outliers  # noqa: E402
+from gpu_helpers import capture_graph, with_outliers  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -123,16 +123,9 @@ def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
     ws = rt.workspace(M, K, max_n=N)
     x = with_outliers((M, K), gen).to(torch.bfloat16)
     out = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        d = rt.linear(x, weight, out, ws, stream=s)  # warm-up outside the capture
+    d = rt.decide(M, N, K, workspace=ws, out_rows=M)
     assert d.instance == SPLIT[-1], d.explain()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        rt.linear(x, weight, out, ws, stream=torch.cuda.current_stream())
+    graph = capture_graph(lambda stream: rt.linear(x, weight, out, ws, stream=stream))
     for _ in range(3):
         x.copy_(with_outliers((M, K), gen).to(torch.bfloat16))
         out.fill_(float("nan"))

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 import reference as ref  # noqa: E402
-from gpu_helpers import Guarded, gemm_error_ok, with_outliers  # noqa: E402
+from gpu_helpers import Guarded, capture_graph, gemm_error_ok, with_outliers  # noqa: E402
 
 QGMMA_ACC_BITS = 10  # gpu_helpers.gemm_error_ok: Hopper FP8 wgmma keeps fewer accumulator bits
 SHAPES = [(17408, 5120), (2112, 7168), (256, 512)]
@@ -157,15 +157,7 @@ def test_per_tensor_pipeline_captures_in_a_cuda_graph(rt, gen):
     weight = runtime.Fp8Weight.from_checkpoint(w_q, sw, rt=rt)
     ws = rt.workspace(M, K)
     out = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        rt.linear(x, weight, out, ws, stream=s)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        rt.linear(x, weight, out, ws, stream=torch.cuda.current_stream())
+    graph = capture_graph(lambda stream: rt.linear(x, weight, out, ws, stream=stream))
     for _ in range(2):
         x.copy_(_bf16((M, K), gen))
         out.fill_(float("nan"))

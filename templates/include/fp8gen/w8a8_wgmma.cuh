@@ -291,6 +291,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       w_scales(kb_begin, wa_lo, wa_hi);
       // Every exit waits for all groups on its own path: ptxas must see
       // that no wgmma is in flight once the loop is left, or it serializes.
+      // (So the two halves stay written out: folding them into one helper
+      // that returns "more" merges the paths, and ptxas 13.0 then injected
+      // waits (C7517) and serialized every wgmma, which the build refuses.)
       for (int kb = kb_begin;; kb += 2) {
         if (kb + 1 < kb_end) {
           issue(is, iph, tb, b0, b1);
