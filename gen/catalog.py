@@ -465,6 +465,10 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a {self.bn}-wide tile could span three weight-scale blocks")
         if self.ksplit not in (1, 2, 4) or (self.ksplit > 1 and self.bm != 64):
             raise CatalogError(f"{self.name}: ksplit is 1, or 2 or 4 with bm 64")
+        if self.stages % self.ksplit:
+            # (wgmma_gemm::Config says why: mbarrier parity aliasing)
+            raise CatalogError(f"{self.name}: stages must be a multiple of ksplit, so that each K-split "
+                               "warpgroup waits on every phase of the stages it reads")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
         if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1):

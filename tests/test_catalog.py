@@ -5,7 +5,7 @@ import re
 import pytest
 
 from gen import catalog
-from gen.catalog import W8A8MmaSpec, specs_for
+from gen.catalog import W8A8MmaSpec, W8A8WgmmaSpec, specs_for
 from runtime.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
@@ -78,6 +78,20 @@ def test_bad_tiles_are_refused():
         W8A8MmaSpec(arch="sm_90a", bm=128, bn=256, warps_m=2, warps_n=4, stages=2).check(hw)
     with pytest.raises(CatalogError, match="multiples of 16"):
         W8A8MmaSpec(arch="sm_90a", bm=48, bn=128, warps_m=2, warps_n=4, stages=2).check(hw)
+
+
+def test_wgmma_k_split_needs_stages_in_whole_turns():
+    """Each K-split warpgroup must wait on every phase of the stages it
+    reads (a parity wait cannot tell a phase from the one two back)."""
+    hw = load_hardware("sm_90a")
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=6, ksplit=2).check(hw)
+    with pytest.raises(CatalogError, match="multiple of ksplit"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=7, ksplit=2).check(hw)
+    with pytest.raises(CatalogError, match="multiple of ksplit"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=32, stages=10, ksplit=4).check(hw)
+    for spec in specs_for("sm_90a"):
+        if isinstance(spec, W8A8WgmmaSpec):
+            assert spec.stages % spec.ksplit == 0, spec.name
 
 
 def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):

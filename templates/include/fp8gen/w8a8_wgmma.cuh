@@ -102,6 +102,13 @@ struct Config {
 
   static_assert(BM == 64 || BM == 128, "one or two math warpgroups of 64 rows");
   static_assert(KSPLIT == 1 || (BM == 64 && (KSPLIT == 2 || KSPLIT == 4)), "K split: 2 or 4 warpgroups, BM 64");
+  // A K-split warpgroup waits on a stage's "full" barrier only for its own
+  // blocks. If STAGES % KSPLIT != 0 a stage's fills alternate between
+  // warpgroups, each waits on every other phase with the same parity, and a
+  // parity wait also passes on the phase before the one in flight: a
+  // warpgroup could read a stage the copy engine is still filling and
+  // release it early (seen as a fault in long H200 runs with 7 stages).
+  static_assert(KSPLIT == 1 || STAGES % KSPLIT == 0, "each K-split warpgroup must see every phase of its stages");
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");

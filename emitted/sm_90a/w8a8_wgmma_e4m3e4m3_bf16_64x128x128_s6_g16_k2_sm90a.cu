@@ -4,9 +4,9 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<64, 128, 7, 16, 2, wg::kScaleBlock, 1, 1>;
+using Config = wg::Config<64, 128, 6, 16, 2, wg::kScaleBlock, 1, 1>;
 static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
-static_assert(Config::SMEM_BYTES == 224112, "gen and the header disagree on shared memory");
+static_assert(Config::SMEM_BYTES == 199264, "gen and the header disagree on shared memory");
 
 #ifndef FP8GEN_HOST_SHIM
 // m64n128k32 e4m3: 64 accumulator registers per thread, listed out.
@@ -22,10 +22,10 @@ struct wg::Wgmma<128> {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_64x128x128_s7_g16_k2_sm90a(const __grid_constant__ wg::Params params) {
+extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_64x128x128_s6_g16_k2_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
-FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_64x128x128_s7_g16_k2_sm90a, wg::Shim<Config>)
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_64x128x128_s6_g16_k2_sm90a, wg::Shim<Config>)
 #endif
