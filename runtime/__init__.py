@@ -62,7 +62,7 @@ class Runtime:
             found = self.entries[family]
             picked = choose(found, self.dispatch, m, n, k)
             if splitk.is_split(picked) and not (workspace is not None and workspace.fits_split(m, n, picked)):
-                picked = choose([e for e in found if not splitk.is_split(e)] or found, self.dispatch, m, n, k)
+                picked = choose(splitk.unsplit(found), self.dispatch, m, n, k)
             return picked.name
         except (AttributeError, IndexError, KeyError, TypeError):
             return None

@@ -214,7 +214,7 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     found = _only(entries, op)
     if instance is None and workspace is None:  # the tile rule, among instances that need no workspace
-        found = [e for e in found if not splitk.is_split(e)] or found
+        found = splitk.unsplit(found)
     k = _instance(found, M, instance)
     split = {}
     if splitk.needs(k, M, N, K)[0]:

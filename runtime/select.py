@@ -10,7 +10,7 @@ import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
 from runtime.dispatch import choose, lookup
-from runtime.splitk import is_split
+from runtime.splitk import unsplit
 from runtime.env import Knobs
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
@@ -220,7 +220,7 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
                  {choose(entries[fam], dispatch, m, s.n, s.k).name for fam in FAST_FAMILIES if entries.get(fam)})
     # next, each family's tile-rule pick among instances that need no
     # split-K workspace (what a caller without one gets)
-    fallback = {choose([e for e in entries[fam] if not is_split(e)] or entries[fam], {}, m, s.n, s.k).name
+    fallback = {choose(unsplit(entries[fam]), {}, m, s.n, s.k).name
                 for fam in FAST_FAMILIES if entries.get(fam)}
     candidates.sort(key=lambda e: (e.name not in preferred, e.name not in fallback))
     if not candidates:

@@ -4,11 +4,13 @@ same sizes (templates/include/fp8gen/w8a8_wgmma.cuh, Shim::prepare) and
 refuses a launch that gets less, so a disagreement cannot corrupt memory."""
 from __future__ import annotations
 
-from typing import Tuple
+from typing import List, Tuple
 
 from runtime.manifest import KernelEntry
 
 BLOCK_K = 128
+# A K long enough that every instance uses all of its slices (for sizing).
+ANY_K = 1 << 30
 
 
 def slices(entry: KernelEntry, K: int) -> int:
@@ -29,3 +31,8 @@ def needs(entry: KernelEntry, M: int, N: int, K: int) -> Tuple[int, int]:
 
 def is_split(entry: KernelEntry) -> bool:
     return int(entry.constraints.get("k_slices", 1)) > 1
+
+
+def unsplit(entries: List[KernelEntry]) -> List[KernelEntry]:
+    """The instances that need no split-K workspace (all of them if none is)."""
+    return [e for e in entries if not is_split(e)] or list(entries)

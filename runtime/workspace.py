@@ -47,7 +47,7 @@ class Workspace:
         self.rt, self.max_m, self.max_k, self.ffn_intermediate = rt, max_m, max_k, ffn_intermediate
         self.max_n = max_n
         # the largest split-K need of any built instance at (max_m, max_n)
-        split = [splitk.needs(e, max_m, max_n, 1 << 30) for es in rt.entries.values() for e in es
+        split = [splitk.needs(e, max_m, max_n, splitk.ANY_K) for es in rt.entries.values() for e in es
                  if max_n and splitk.is_split(e)]
         self.counter_slots = max((c for c, _ in split), default=0)
         self.partial_bytes = max((b for _, b in split), default=0)
@@ -76,7 +76,7 @@ class Workspace:
 
     def fits_split(self, M: int, N: int, entry) -> bool:
         """Whether this workspace holds what `entry` (a split-K instance) needs at (M, N)."""
-        slots, nbytes = splitk.needs(entry, M, N, 1 << 30)
+        slots, nbytes = splitk.needs(entry, M, N, splitk.ANY_K)
         return bool(self._ptr) and slots <= self.counter_slots and nbytes <= self.partial_bytes
 
     def split_args(self, entry, M: int, N: int, K: int) -> dict:
