@@ -402,7 +402,9 @@ class W8A8WgmmaSpec(KernelSpec):
     ksplit > 1 (bm 64), that many math warpgroups share each tile's K blocks
     (shorter serial chains for small M) and add up in shared memory. With
     temps 2, two per-block temporaries alternate so that the next block's
-    MMAs run while the last one is promoted."""
+    MMAs run while the last one is promoted. With n_chunks 2, the tile's
+    columns are two MMA groups with a half-width temporary each, so that a
+    wide tile (fewer L2 bytes per MMA) still fits two temporaries."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
@@ -410,6 +412,14 @@ class W8A8WgmmaSpec(KernelSpec):
     ksplit: int = 1
     temps: int = 1
     kslices: int = 1  # split K across CTAs (small M), through a runtime workspace
+    n_chunks: int = 1  # column chunks, each its own MMA group and temporary
+    # a 2-CTA cluster on neighbouring tiles along M (sharing W) or N (sharing
+    # A): each CTA copies half of the shared box and multicasts it to both
+    cluster_m: int = 1
+    cluster_n: int = 1
+    # 64-column output boxes staged per pass of the TMA-store epilogue (0: all
+    # bn/64 at once); fewer leave shared memory for another pipeline stage
+    out_boxes: int = 0
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -426,7 +436,11 @@ class W8A8WgmmaSpec(KernelSpec):
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""
         temps = f"_t{self.temps}" if self.temps > 1 else ""
         slices = f"_x{self.kslices}" if self.kslices > 1 else ""
-        return f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}"
+        chunks = f"_n{self.n_chunks}" if self.n_chunks > 1 else ""
+        cluster = f"_c{self.cluster_m}x{self.cluster_n}" if self.cluster_m * self.cluster_n > 1 else ""
+        boxes = f"_o{self.out_boxes}" if self.out_boxes else ""
+        return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}{chunks}"
+                f"{cluster}{boxes}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -440,7 +454,8 @@ class W8A8WgmmaSpec(KernelSpec):
     def dynamic_smem(self) -> int:
         # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
         sa_stride = -(-self.bm * 4 // 128) * 128
-        out_tile = self.bm * self.bn * 2 if self.bn % 64 == 0 else 0  # TMA-store epilogue staging
+        # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
+        out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
         slice_flag = 16 if self.kslices > 1 else 0
         return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
@@ -477,8 +492,16 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: kslices is 1..16, and K is split across CTAs or warpgroups, not both")
         if self.kslices > 1 and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: K slices are built for the block-scaled family only")
-        # a math thread holds bn/2 total + bn/2 per temporary
-        acc_regs = self.bn // 2 * (1 + self.temps)
+        if self.n_chunks not in (1, 2) or (self.n_chunks > 1 and (self.ksplit > 1 or self.bn % 16)):
+            raise CatalogError(f"{self.name}: n_chunks is 1, or 2 without a K split and with bn a multiple of 16")
+        if self.out_boxes and (self.bn % 64 or self.bn // 64 % self.out_boxes):
+            raise CatalogError(f"{self.name}: out_boxes must divide bn/64 (a TMA-store epilogue: bn % 64 == 0)")
+        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
+            raise CatalogError(f"{self.name}: a cluster is 1x1, 2x1 or 1x2 CTAs")
+        if self.cluster_m * self.cluster_n > 1 and (self.ksplit > 1 or self.kslices > 1):
+            raise CatalogError(f"{self.name}: a 2-CTA cluster runs without a K split")
+        # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary
+        acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
         if acc_regs > math_regs - 40:
             raise CatalogError(f"{self.name}: bn={self.bn} with {self.temps} temporaries needs {acc_regs} "
                                f"accumulator registers per thread; a math warpgroup gets {math_regs}")

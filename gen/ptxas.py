@@ -13,6 +13,9 @@ _WARN = re.compile(r"ptxas warning\s*:\s*(.*)")
 # (C7514 and kin: "Potential Performance Loss") or a wgmma wait the compiler
 # had to inject (C7517) because an accumulator may be read while in flight.
 _LOSS = re.compile(r"ptxas info\s*:\s*(.*(?:Potential Performance Loss|\(C7517\)).*)")
+# The C++ front end's warnings land in the same log (e.g. #179-D, a modulo by
+# a template argument that may be zero): none are expected either.
+_FRONTEND = re.compile(r"(warning #\d+-D: .*)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,6 +26,7 @@ class Resources:
     spill_bytes: int
     warnings: List[str]
     losses: List[str] = dataclasses.field(default_factory=list)
+    frontend: List[str] = dataclasses.field(default_factory=list)
 
     def violations(self) -> List[str]:
         """Build-breaking findings: local memory (stack or spills) and any
@@ -35,6 +39,7 @@ class Resources:
             found.append(f"{self.stack_bytes} bytes of stack frame (local memory)")
         found.extend(f"ptxas warning: {w}" for w in self.warnings)
         found.extend(f"ptxas performance loss: {w}" for w in self.losses)
+        found.extend(f"compiler {w}" for w in self.frontend)
         return found
 
 
@@ -54,4 +59,5 @@ def parse(log: str) -> Resources:
         spill_bytes=max(f[1] + f[2] for f in frames),
         warnings=[m.group(1).strip() for m in _WARN.finditer(log)],
         losses=[m.group(1).strip() for m in _LOSS.finditer(log)],
+        frontend=[m.group(1).strip() for m in _FRONTEND.finditer(log)],
     )

@@ -83,6 +83,14 @@ def test_ptxas_serialization_reported_as_info_breaks_the_build():
     assert any("C7514" in x for x in parse(serialized).violations())
 
 
+def test_compiler_front_end_warnings_break_the_build():
+    # what nvcc 13.0 printed for a static_assert taking `x % OUT_BOXES_` with OUT_BOXES_ = 0
+    warned = ("emitted/sm_90a/k.cu(138): warning #179-D: right operand of \"%\" is zero\n"
+              "    static_assert(OUT_BOXES_ == 0 || (BN / 64) % OUT_BOXES_ == 0);\n" + CLEAN)
+    assert any("#179-D" in x for x in parse(warned).violations())
+    assert parse(CLEAN).violations() == []
+
+
 def test_ptxas_every_function_report_counts():
     second = CLEAN.replace("'k'", "'helper'").replace("0 bytes stack frame, 0 bytes spill stores",
                                                       "16 bytes stack frame, 8 bytes spill stores")

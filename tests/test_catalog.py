@@ -94,6 +94,29 @@ def test_wgmma_k_split_needs_stages_in_whole_turns():
             assert spec.stages % spec.ksplit == 0, spec.name
 
 
+def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
+    hw = load_hardware("sm_90a")
+    ok = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=4, n_chunks=2, cluster_m=2, out_boxes=1)
+    ok.check(hw)
+    assert ok.name.endswith("_s4_g16_n2_c2x1_o1_sm90a")
+    # 128 total + one 64-register temporary fits; two do not
+    W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2).check(hw)
+    with pytest.raises(CatalogError, match="accumulator registers"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2, temps=2).check(hw)
+    with pytest.raises(CatalogError, match="n_chunks"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=6, ksplit=2, n_chunks=2).check(hw)
+    with pytest.raises(CatalogError, match="1x1, 2x1 or 1x2"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, cluster_m=2, cluster_n=2).check(hw)
+    with pytest.raises(CatalogError, match="without a K split"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, kslices=2, cluster_n=2).check(hw)
+    with pytest.raises(CatalogError, match="out_boxes"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=192, stages=4, out_boxes=2).check(hw)
+    # the staging shrinks with out_boxes: 4 stages of 128x256 fit only so
+    assert ok.dynamic_smem <= hw.max_dynamic_smem
+    with pytest.raises(CatalogError, match="shared memory|smem"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=4, n_chunks=2).check(hw)
+
+
 def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):
     real = catalog.load_hardware
 

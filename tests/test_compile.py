@@ -110,6 +110,17 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
             # the next block's group stays in flight while the last one is promoted
             assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text, f"{e.name}: no wgmma group kept in flight"
         assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0), e.name  # the TMA-store epilogue
+        if tuple(e.cluster) != (1, 1, 1):
+            # multicast copies, and no memory fence where the MMAs run: a
+            # cluster-scope release on each remote arrive (MEMBAR.ALL.GPU per
+            # warp per stage) halved these kernels' speed on the H200
+            assert "UTMALDG.2D.MULTICAST" in text, f"{e.name}: no multicast copy"
+            ops = re.findall(r"\b(?:MEMBAR|SYNCS\.ARRIVE\.TRANS64\.RED|QGMMA|FFMA|BRA)\S*", text)
+            remote = [i for i, op in enumerate(ops) if op.startswith("SYNCS.ARRIVE.TRANS64.RED")]
+            assert remote, f"{e.name}: no remote arrive"
+            for i in remote:
+                assert not any(op.startswith("MEMBAR") for op in ops[max(0, i - 4):i]), \
+                    f"{e.name}: a memory fence before a remote arrive"
         assert e.shim and (build_dir() / e.shim).is_file() and e.constraints["params_bytes"] > 0
 
 

@@ -4,7 +4,8 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<64, 128, 8, 16, 1, wg::kScaleBlock, 1, 1>;
+using Config = wg::Config<64, 128, 8, 16, 1, wg::kScaleBlock, 1, 1, 1,
+                          1, 1, 0>;
 static_assert(Config::THREADS == 256, "gen and the header disagree on threads");
 static_assert(Config::SMEM_BYTES == 216192, "gen and the header disagree on shared memory");
 

@@ -55,7 +55,7 @@ struct Params {
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
-          int SLICES_ = 1>
+          int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -64,6 +64,16 @@ struct Config {
   // Split K across CTAs (small M: more CTAs, each reading a K slice of A
   // and W): at most SLICES slices per tile, through Params' workspace.
   static constexpr int SLICES = SLICES_;
+  // The tile's columns in CHUNKS runs of CHUNK_N, each its own MMA group
+  // and temporary: a wide tile (fewer L2 bytes per MMA) whose temporaries
+  // still fit beside the total (e.g. 128x192 with two 96-wide temporaries).
+  static constexpr int CHUNKS = CHUNKS_;
+  static constexpr int CHUNK_N = BN / CHUNKS;
+  // A 2-CTA cluster on neighbouring tiles: along M (CLUSTER_M 2) the pair
+  // shares each W box, along N (CLUSTER_N 2) each A box. Each CTA copies
+  // half of the shared box and multicasts it to both, so L2 serves that
+  // operand once per pair instead of twice.
+  static constexpr int CLUSTER_M = CLUSTER_M_, CLUSTER_N = CLUSTER_N_, CLUSTER = CLUSTER_M_ * CLUSTER_N_;
   static constexpr int SCALE_MODE = SCALE_MODE_;
   static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
@@ -80,7 +90,11 @@ struct Config {
   // in boxes of 64 columns; other widths store straight from registers.
   static constexpr bool TMA_STORE = BN % 64 == 0;
   static constexpr int OUT_BOX_BYTES = 64 * 128;  // 64 rows x 64 bf16
-  static constexpr int OUT_BYTES = TMA_STORE ? ROW_WG * (BN / 64) * OUT_BOX_BYTES : 0;
+  // Boxes staged at once per warpgroup (0: the whole row of BN / 64). Fewer
+  // stage the tile in passes, leaving shared memory for another pipeline
+  // stage (6 x 128x128 stages and a whole staged tile exceed 227 KB).
+  static constexpr int OUT_BOXES = TMA_STORE ? (OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / 64) : 0;
+  static constexpr int OUT_BYTES = ROW_WG * OUT_BOXES * OUT_BOX_BYTES;
   // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
   static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
   // A stages, W stages (each 1024-aligned for the swizzle), the epilogue
@@ -114,8 +128,17 @@ struct Config {
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
-  static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1 && 3 * BN / 2 <= 192),
-                "two temporaries: no K split, and total + 2 temporaries within the register budget");
+  static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
+  static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
+                "one or two column chunks (no K split), each a wgmma N");
+  // (gen/catalog.py checks the same budget: 40 registers left for the rest)
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && SLICES == 1),
+                "a 2-CTA cluster (one dimension), without a K split");
+  static_assert(BM / CLUSTER_N % 8 == 0 && BN / CLUSTER_M % 8 == 0, "shared boxes halve into 1024-byte pieces");
+  static_assert(OUT_BOXES_ == 0 || (TMA_STORE && (BN / 64) % (OUT_BOXES_ > 0 ? OUT_BOXES_ : 1) == 0),
+                "staged boxes divide the row");
+  static_assert(BN / 2 + TEMPS * CHUNK_N / 2 <= (MATH_REGS > 0 ? MATH_REGS : 96) - 40,
+                "the total and its temporaries fit the register budget");
 };
 
 // The MMA of one warpgroup: m64 x BN x k32, e4m3 x e4m3 -> f32, both
@@ -152,13 +175,24 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 
   const int wg = threadIdx.x / 128;
   const int kblocks = p.K / kBlockK;
-  const int tiles = p.tiles_m * p.tiles_n;
+  // A cluster walks the tiles as one: its CTAs take neighbouring tiles (a
+  // CTA past the last row or column loads zeros, stores nothing, but keeps
+  // the copy protocol going for its peer).
+  const uint32_t rank = C::CLUSTER > 1 ? ptx::cluster_ctarank() : 0;
+  const int pairs_m = (p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M;
+  const int pairs_n = (p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N;
+  const int tiles = pairs_m * pairs_n;
   // Work units: (tile, K slice), the slices of a tile adjacent so that they
   // run at the same time on neighbouring CTAs.
   const int slices = C::SLICES > 1 ? p.slices : 1;
   const int units = tiles * slices;
-  const int first_unit = blockIdx.x, unit_step = gridDim.x;
-  auto coords = [&](int tile, int& tm, int& tn) { tile_coords(tile, p.tiles_m, p.tiles_n, C::GROUP_N, tm, tn); };
+  const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
+  const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
+  auto coords = [&](int tile, int& tm, int& tn) {
+    tile_coords(tile, pairs_m, pairs_n, C::GROUP_N, tm, tn);
+    if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
+    if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
+  };
   auto k_range = [&](int slice, int& kb_begin, int& kb_end) {
     kb_begin = slice * kblocks / slices;
     kb_end = (slice + 1) * kblocks / slices;
@@ -167,11 +201,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
       ptx::mbar_init(full(s), 1);               // the producer's arrive (+ the copy bytes)
-      ptx::mbar_init(empty(s), C::ROW_WG * 4);  // one arrive per math warp that reads the stage
+      // one arrive per math warp that reads the stage, in each CTA whose copies fill it
+      ptx::mbar_init(empty(s), C::ROW_WG * 4 * C::CLUSTER);
     }
     ptx::fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (C::CLUSTER > 1)
+    ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
+  else
+    __syncthreads();
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
@@ -191,8 +229,16 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
-          ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-          ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
+            ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
+                                       kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
+          else
+            ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
+          if constexpr (C::CLUSTER_M > 1)  // this CTA's half of the pair's W box, to both
+            ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(stage),
+                                       kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+          else
+            ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
           if constexpr (C::BLOCK_SCALES)
             ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
@@ -205,7 +251,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   } else {
   // ---- math warpgroups ----
   if constexpr (C::MATH_REGS > 0) ptx::setmaxnreg_inc<C::MATH_REGS>();
-  constexpr int NACC = C::BN / 2;
+  constexpr int NACC = C::BN / 2;      // the total's registers per thread
+  constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int wg_row = wg % C::ROW_WG;   // which 64 rows of the tile
   const int k_lane = wg / C::ROW_WG;   // which K blocks (kb % KSPLIT)
@@ -221,7 +268,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     k_range(slice, kb_begin, kb_end);
     const int n0 = tn * C::BN;
-    const float* ws_lo = p.w_scale + (n0 / 128) * kblocks;
+    const float* ws_lo = p.w_scale + min(n0 / 128, w_scale_rows - 1) * kblocks;  // (a cluster's CTA may be past N)
     const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
     const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
 
@@ -240,17 +287,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
       }
     };
-    // The MMAs of the stage at (s, ph) into t, and that stage's activation
-    // scales (read while the MMAs run).
-    auto issue = [&](int s, uint32_t ph, float (&t)[NACC], float& sa0, float& sa1) {
-      ptx::mbar_wait(full(s), ph);
+    // The MMAs of column chunk c of the stage at (s, ph) into t, and that
+    // stage's activation scales (read while the MMAs run). Chunk 0 waits
+    // for the stage; it stays full until its last chunk is retired.
+    auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1) {
+      if (c == 0) ptx::mbar_wait(full(s), ph);
 #pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
+      for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
       const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg_row * 64 * kBlockK);
-      const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES);
+      const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES + c * C::CHUNK_N * kBlockK);
 #pragma unroll
-      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
+      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
       sa0 = sa1 = 1.f;
       if constexpr (C::BLOCK_SCALES) {
@@ -259,23 +307,30 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         sa1 = sa[row + 8];
       }
     };
-    // After t's MMAs were waited: release stage s, then acc += t * scales.
-    auto retire = [&](int s, float (&t)[NACC], float sa0, float sa1, float wsc_lo, float wsc_hi) {
+    // After chunk ch's MMAs into t were waited: release stage s if that was
+    // its last chunk, then acc (that chunk's columns) += t * scales.
+    auto retire = [&](int s, int ch, float (&t)[TACC], float sa0, float sa1, float wsc_lo, float wsc_hi) {
 #pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
-      __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
-      if (lane == 0) ptx::mbar_arrive(empty(s));
+      for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
+      if (ch == C::CHUNKS - 1) {
+        __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
+        if (lane == 0) {
+          ptx::mbar_arrive(empty(s));
+          if constexpr (C::CLUSTER > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies land here too
+        }
+      }
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
+      float* part = acc + ch * TACC;
 #pragma unroll
-      for (int c = 0; c < C::BN / 8; ++c) {
-        // columns n0 + 8c .. +7 (scale blocks are 8-column aligned)
-        const bool hi = C::MAY_STRADDLE && n0 + 8 * c >= boundary;
+      for (int c = 0; c < C::CHUNK_N / 8; ++c) {
+        // columns n0 + ch * CHUNK_N + 8c .. +7 (scale blocks are 8-column aligned)
+        const bool hi = C::MAY_STRADDLE && n0 + ch * C::CHUNK_N + 8 * c >= boundary;
         const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
-        acc[4 * c + 0] = fmaf(t[4 * c + 0], s0, acc[4 * c + 0]);
-        acc[4 * c + 1] = fmaf(t[4 * c + 1], s0, acc[4 * c + 1]);
-        acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
-        acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
+        part[4 * c + 0] = fmaf(t[4 * c + 0], s0, part[4 * c + 0]);
+        part[4 * c + 1] = fmaf(t[4 * c + 1], s0, part[4 * c + 1]);
+        part[4 * c + 2] = fmaf(t[4 * c + 2], s1, part[4 * c + 2]);
+        part[4 * c + 3] = fmaf(t[4 * c + 3], s1, part[4 * c + 3]);
       }
     };
     auto advance = [&](int& s, uint32_t& ph) {
@@ -286,52 +341,56 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     };
 
     if constexpr (C::TEMPS == 2) {
-      // Two temporaries, the loop unrolled by two so that each has fixed
-      // registers (ptxas then keeps one commit group in flight across the
-      // other's promotion instead of serializing the wgmmas).
-      float ta[NACC], tb[NACC];
+      // Two temporaries over the steps (block, chunk) in order, the loop
+      // unrolled by two so that each temporary has fixed registers (ptxas
+      // then keeps one commit group in flight across the other's promotion
+      // instead of serializing the wgmmas). ta takes even steps and tb odd
+      // ones: with two chunks, ta is always chunk 0 and tb chunk 1.
+      constexpr int CA = 0, CB = C::CHUNKS - 1, LAST = C::CHUNKS - 1;
+      const int steps = (kb_end - kb_begin) * C::CHUNKS;
+      float ta[TACC], tb[TACC];
       float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
-      int is = stage;  // the issue cursor runs one block ahead of (stage, phase)
+      int is = stage;  // the issue cursor runs one step ahead of (stage, phase)
       uint32_t iph = phase;
-      issue(is, iph, ta, a0, a1);
-      advance(is, iph);
+      issue(is, iph, CA, ta, a0, a1);
+      if (CA == LAST) advance(is, iph);
       w_scales(kb_begin, wa_lo, wa_hi);
       // Every exit waits for all groups on its own path: ptxas must see
       // that no wgmma is in flight once the loop is left, or it serializes.
       // (So the two halves stay written out: folding them into one helper
       // that returns "more" merges the paths, and ptxas 13.0 then injected
       // waits (C7517) and serialized every wgmma, which the build refuses.)
-      for (int kb = kb_begin;; kb += 2) {
-        if (kb + 1 < kb_end) {
-          issue(is, iph, tb, b0, b1);
-          advance(is, iph);
-          w_scales(kb + 1, wb_lo, wb_hi);
+      for (int j = 0;; j += 2) {
+        if (j + 1 < steps) {
+          issue(is, iph, CB, tb, b0, b1);
+          advance(is, iph);  // CB is always a block's last chunk
+          w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);
           ptx::wgmma_wait<1>();
-          retire(stage, ta, a0, a1, wa_lo, wa_hi);
-          advance(stage, phase);
+          retire(stage, CA, ta, a0, a1, wa_lo, wa_hi);
+          if (CA == LAST) advance(stage, phase);
         } else {
           ptx::wgmma_wait<0>();
-          retire(stage, ta, a0, a1, wa_lo, wa_hi);
-          advance(stage, phase);
+          retire(stage, CA, ta, a0, a1, wa_lo, wa_hi);
+          if (CA == LAST) advance(stage, phase);
           break;
         }
-        if (kb + 2 < kb_end) {
-          issue(is, iph, ta, a0, a1);
-          advance(is, iph);
-          w_scales(kb + 2, wa_lo, wa_hi);
+        if (j + 2 < steps) {
+          issue(is, iph, CA, ta, a0, a1);
+          if (CA == LAST) advance(is, iph);
+          w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);
           ptx::wgmma_wait<1>();
-          retire(stage, tb, b0, b1, wb_lo, wb_hi);
-          advance(stage, phase);
+          retire(stage, CB, tb, b0, b1, wb_lo, wb_hi);
+          advance(stage, phase);  // CB is always a block's last chunk
         } else {
           ptx::wgmma_wait<0>();
-          retire(stage, tb, b0, b1, wb_lo, wb_hi);
+          retire(stage, CB, tb, b0, b1, wb_lo, wb_hi);
           advance(stage, phase);
           break;
         }
       }
     } else {
-      // One temporary: wait, MMAs, wait, promote. The math warpgroups
-      // overlap each other's promotion.
+      // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
+      // warpgroups overlap each other's promotion.
       float wsc_lo, wsc_hi;
       w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);
       for (int kb = kb_begin; kb < kb_end; ++kb) {
@@ -340,14 +399,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const uint32_t ph = phase;
         advance(stage, phase);
         if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
-        float t[NACC], sa0, sa1;
-        issue(s, ph, t, sa0, sa1);
         float next_lo, next_hi;
-        w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
 #pragma unroll
-        for (int i = 0; i < NACC; ++i) ptx::fence_operand(t[i]);
-        ptx::wgmma_wait<0>();
-        retire(s, t, sa0, sa1, wsc_lo, wsc_hi);
+        for (int ch = 0; ch < C::CHUNKS; ++ch) {
+          float t[TACC], sa0, sa1;
+          issue(s, ph, ch, t, sa0, sa1);
+          if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
+#pragma unroll
+          for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
+          ptx::wgmma_wait<0>();
+          retire(s, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+        }
         wsc_lo = next_lo;
         wsc_hi = next_hi;
       }
@@ -432,31 +494,36 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::TMA_STORE) {
       // ---- epilogue: bf16 into this warpgroup's 64-row slice of shared
       // memory (128-byte swizzle: conflict-free), then TMA stores of 64x64
-      // boxes that clip ragged rows and columns. The stores run on while the
-      // next tile's MMAs start; the slice is reused only after they read it.
+      // boxes that clip ragged rows and columns, OUT_BOXES boxes per pass.
+      // The stores run on while the next tile's MMAs start; the slice is
+      // reused only after they read it.
       const bool leader = threadIdx.x % 128 == 0;
-      if (leader) ptx::bulk_wait_read<0>();
-      ptx::named_barrier(1 + wg, 128);
-      const uint32_t slice = out_base + wg_row * (C::BN / 64) * C::OUT_BOX_BYTES;
+      const uint32_t slice = out_base + wg_row * C::OUT_BOXES * C::OUT_BOX_BYTES;
       const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
 #pragma unroll
-      for (int c = 0; c < C::BN / 8; ++c) {
-        const uint32_t box = slice + (c / 8) * C::OUT_BOX_BYTES;
-        const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-        const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-        const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
-                     "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
-                     "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
-      }
-      ptx::fence_proxy_async_smem();
-      ptx::named_barrier(1 + wg, 128);
-      if (leader) {
+      for (int pass = 0; pass < C::BN / 64 / C::OUT_BOXES; ++pass) {
+        if (leader) ptx::bulk_wait_read<0>();
+        ptx::named_barrier(1 + wg, 128);
 #pragma unroll
-        for (int b = 0; b < C::BN / 64; ++b)
-          ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * b, tm * C::BM + wg_row * 64);
-        ptx::bulk_commit();
+        for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {
+          const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
+          const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
+          const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+          const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
+                       "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
+                       "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+        }
+        ptx::fence_proxy_async_smem();
+        ptx::named_barrier(1 + wg, 128);
+        if (leader) {
+#pragma unroll
+          for (int b = 0; b < C::OUT_BOXES; ++b)
+            ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
+                              tm * C::BM + wg_row * 64);
+          ptx::bulk_commit();
+        }
       }
     } else {
       // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
@@ -479,6 +546,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // the CTA's shared memory must outlive the last stores' reads of it
   if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait<0>();
   }
+  // no CTA leaves while its peer may still arrive on its barriers
+  if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
 }
 
 #else  // FP8GEN_HOST_SHIM
@@ -525,7 +594,8 @@ struct Shim {
   static void info(int* threads, int* smem, int* cluster) {
     *threads = C::THREADS;
     *smem = C::SMEM_BYTES;
-    cluster[0] = cluster[1] = cluster[2] = 1;
+    cluster[0] = C::CLUSTER;  // the grid is 1-D
+    cluster[1] = cluster[2] = 1;
   }
 
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
@@ -539,9 +609,10 @@ struct Shim {
     Params p;
     std::memset(&p, 0, sizeof(p));
     const int kblocks = K / kBlockK;
-    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM,
+    // (a cluster's CTAs each copy half of the shared box)
+    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM / C::CLUSTER_N,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN,
+        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER_M,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
                                        uint64_t(ld_sfa) * 4, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
@@ -565,8 +636,13 @@ struct Shim {
       p.counters = counters;
       p.partials = partials;
     }
-    const long units = tiles * p.slices;
-    grid[0] = unsigned(units < sm_count ? units : sm_count);  // persistent: at most one CTA per SM
+    // persistent: at most one CTA per SM (for clusters, sm_count is what the
+    // runtime's max-active-clusters query says runs at once), whole clusters
+    const long units = long((p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M) *
+                       ((p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N) * p.slices;
+    const long max_units = sm_count / C::CLUSTER;
+    if (max_units < 1) return kCannotImplement;
+    grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
