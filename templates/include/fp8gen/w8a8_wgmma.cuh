@@ -65,8 +65,8 @@ struct Config {
   // and W): at most SLICES slices per tile, through Params' workspace.
   static constexpr int SLICES = SLICES_;
   // The tile's columns in CHUNKS runs of CHUNK_N, each its own MMA group
-  // and temporary: a wide tile (fewer L2 bytes per MMA) whose temporaries
-  // still fit beside the total (e.g. 128x192 with two 96-wide temporaries).
+  // and temporary: a wide tile (fewer L2 bytes per MMA) whose temporary
+  // still fits beside the total (128x256: 128 + 64 registers per thread).
   static constexpr int CHUNKS = CHUNKS_;
   static constexpr int CHUNK_N = BN / CHUNKS;
   // A 2-CTA cluster on neighbouring tiles: along M (CLUSTER_M 2) the pair
@@ -131,12 +131,12 @@ struct Config {
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
                 "one or two column chunks (no K split), each a wgmma N");
-  // (gen/catalog.py checks the same budget: 40 registers left for the rest)
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && SLICES == 1),
                 "a 2-CTA cluster (one dimension), without a K split");
   static_assert(BM / CLUSTER_N % 8 == 0 && BN / CLUSTER_M % 8 == 0, "shared boxes halve into 1024-byte pieces");
   static_assert(OUT_BOXES_ == 0 || (TMA_STORE && (BN / 64) % (OUT_BOXES_ > 0 ? OUT_BOXES_ : 1) == 0),
                 "staged boxes divide the row");
+  // (gen/catalog.py checks the same budget: 40 registers left for the rest)
   static_assert(BN / 2 + TEMPS * CHUNK_N / 2 <= (MATH_REGS > 0 ? MATH_REGS : 96) - 40,
                 "the total and its temporaries fit the register budget");
 };
