@@ -199,6 +199,36 @@ def cmd_tune(args) -> int:
     return 0
 
 
+def cmd_merge(args) -> int:
+    import json
+    from pathlib import Path
+
+    from gen.bench.merge import merge
+    from gen.bench.report import plot, ratio_table, write_json
+
+    docs = []
+    for path in args.records:
+        try:
+            docs.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"cannot read the bench record {path}: {e}") from None
+    try:
+        doc, repeated = merge(docs)
+    except ValueError as e:
+        raise SystemExit(f"cannot merge: {e}") from None
+    write_json(doc, Path(args.out))
+    if args.md:
+        Path(args.md).write_text(ratio_table(doc))
+    if args.png:
+        why = plot(doc, Path(args.png))
+        if why:
+            print(f"no PNG: {why}", file=sys.stderr)
+    shapes = sum(len(r["shapes"]) for r in doc["runs"])
+    print(f"wrote {args.out}: {len(doc['rows'])} rows from {len(doc['runs'])} runs ({shapes} shapes); "
+          f"{repeated} repeated quantizer/scale/copy rows left out (the first measurement kept)")
+    return 0
+
+
 def cmd_bench_ffn(args) -> int:
     from gen.bench.ffn import bench_ffn
 
@@ -305,6 +335,18 @@ def parser() -> argparse.ArgumentParser:
     so.add_argument("--seed", type=int, default=0)
     so.add_argument("--timeout", type=float, default=120.0, help="seconds per instance before it counts as hung")
     so.set_defaults(func=cmd_soak)
+
+    me = sub.add_parser("merge", help="one bench record from records measured in separate processes (no GPU)",
+                        description="Merges bench records of one machine and software setup (gpu, arch, nvcc, "
+                                    "driver, torch must agree), e.g. a grid measured four shapes per process, "
+                                    "into one record whose `runs` field lists which commit, date and seed "
+                                    "measured which shapes. Refuses a point measured twice. Then `gen tune "
+                                    "--from-record --record OUT` derives the dispatch tables from it.")
+    me.add_argument("records", nargs="+", help="bench records (JSON), in the order they were measured")
+    me.add_argument("--out", required=True, help="the merged record's path")
+    me.add_argument("--md", help="also write the Markdown ratio table here")
+    me.add_argument("--png", help="also draw TFLOP/s against M here")
+    me.set_defaults(func=cmd_merge)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
                         description="Runs the bench with every instance of each tuned family (and the peers), "

@@ -66,3 +66,60 @@ def test_ratio_table_lists_weight_converters_with_their_shape():
     doc = {"rows": [_row(op="weight", impl="nvfp4_to_fp8", M=0, N=2112, K=7168, us=12.5, tflops=None, tbps=2.5,
                          roofline_tflops=None)]}
     assert "| weight | nvfp4_to_fp8 | 0 | 2112 | 7168 | 12.5 | 2.50 |" in ratio_table(doc)
+
+
+def _record(sha, shapes, **over):
+    rows = [_row(op="copy", impl="copy", kernel="torch copy_", M=0, N=0, K=0, tflops=None)]
+    rows += [_row(impl=impl, N=n, K=k) for n, k in shapes for impl in ("cublaslt_block", "w8a8_wgmma")]
+    doc = {"gpu": "NVIDIA H200", "arch": "sm_90a", "date": "2026-11-29", "git_sha": sha, "nvcc": "13.0.88",
+           "driver": "13.0", "torch": "2.11", "seed": 0, "rows": rows}
+    doc.update(over)
+    return doc
+
+
+def test_merge_keeps_every_part_and_says_which_run_measured_what():
+    from gen.bench.merge import merge
+
+    a, b = _record("aaa", [(2112, 7168), (4096, 7168)]), _record("bbb", [(32768, 512)], date="2026-11-30")
+    # both parts timed the quantizer at K = 7168 (it depends on M and K only)
+    quant = _row(op="quant", impl="quant_group", N=0, K=7168)
+    a["rows"].append(quant)
+    b["rows"].append(dict(quant, us=2.0))
+    doc, repeated = merge([a, b])
+    assert doc["git_sha"] == "aaa" and len(doc["rows"]) == 1 + 4 + 2 + 1 and repeated == 2
+    assert [r["op"] for r in doc["rows"]].count("copy") == 1  # the device-copy reference once
+    assert [r["us"] for r in doc["rows"] if r["op"] == "quant"] == [1.0]  # the first measurement
+    assert doc["runs"] == [{"git_sha": "aaa", "date": "2026-11-29", "shapes": ["2112x7168", "4096x7168"], "seed": 0},
+                           {"git_sha": "bbb", "date": "2026-11-30", "shapes": ["32768x512"], "seed": 0}]
+    # a merged record merges again, its runs carried over
+    again, _ = merge([doc, _record("ccc", [(7168, 2048)])])
+    assert [r["git_sha"] for r in again["runs"]] == ["aaa", "bbb", "ccc"]
+
+
+def test_merge_refuses_other_setups_and_points_measured_twice():
+    from gen.bench.merge import merge
+
+    a = _record("aaa", [(2112, 7168)])
+    with pytest.raises(ValueError, match="driver"):
+        merge([a, _record("bbb", [(4096, 7168)], driver="12.8")])
+    with pytest.raises(ValueError, match="measure each GEMM point once"):
+        merge([a, _record("bbb", [(2112, 7168)])])
+    with pytest.raises(ValueError, match="two or more"):
+        merge([a])
+
+
+def test_gen_merge_writes_the_record_and_table(tmp_path, capsys):
+    import json
+
+    from gen.cli import main
+
+    paths = []
+    for sha, shapes in (("aaa", [(2112, 7168)]), ("bbb", [(4096, 7168)])):
+        paths.append(tmp_path / f"{sha}.json")
+        paths[-1].write_text(json.dumps(_record(sha, shapes)))
+    out, md = tmp_path / "merged.json", tmp_path / "merged.md"
+    assert main(["merge", *map(str, paths), "--out", str(out), "--md", str(md)]) == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["runs"]) == 2 and "4096×7168" in md.read_text()
+    with pytest.raises(SystemExit, match="cannot merge"):
+        main(["merge", str(paths[0]), str(paths[0]), "--out", str(out)])
