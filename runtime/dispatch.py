@@ -8,6 +8,7 @@ over classes; with no rule the family's tile rule decides.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Sequence
 
 from runtime.manifest import KernelEntry
@@ -47,8 +48,10 @@ def tile_cols(e: KernelEntry) -> int:
 
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
     """Smallest tile height that covers m in one tile row, else the largest;
-    among equal heights the widest tile (fewer, longer weight streams)."""
-    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e)))
+    among equal heights the widest tile (fewer, longer weight streams); among
+    equal tiles the one without a CTA cluster (a 2-CTA pair along M leaves
+    one CTA idle when a single tile row covers m, and the rule cannot tell)."""
+    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e), math.prod(e.cluster)))
     for e in by_bm:
         if tile_rows(e) >= m:
             return e

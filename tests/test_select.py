@@ -58,6 +58,21 @@ def decide(entries, m=949, n=17408, k=5120, **over):
     return select.decide(m, n, k, **args)
 
 
+def test_tile_rule_prefers_one_cta_over_a_cluster_of_the_same_tile(sm90a_entries):
+    """Without a table row the tile rule picks by tile height and width; a
+    2-CTA pair along M would idle one CTA where one tile row covers m."""
+    from runtime.dispatch import pick_tile
+
+    fam = sm90a_entries["w8a8_wgmma"]
+    picked = pick_tile(fam, 100)
+    assert tuple(picked.cluster) == (1, 1, 1), picked.name
+    twins = [e for e in fam if (e.constraints["tile_m"], e.constraints["tile_n"]) ==
+             (picked.constraints["tile_m"], picked.constraints["tile_n"])]
+    assert any(tuple(e.cluster) != (1, 1, 1) for e in twins), "the table has a clustered twin of that tile"
+    # reversed candidate order gives the same pick (the sort, not the order, decides)
+    assert pick_tile(list(reversed(fam)), 100).name == picked.name
+
+
 def test_every_clause_holding_gives_w8a8(entries):
     d = decide(entries)
     assert d.w8a8 and d.arm == select.ARM_W8A8_IN_TREE and d.failed is None
