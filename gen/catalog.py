@@ -404,7 +404,8 @@ class W8A8WgmmaSpec(KernelSpec):
     temps 2, two per-block temporaries alternate so that the next block's
     MMAs run while the last one is promoted. With n_chunks 2, the tile's
     columns are two MMA groups with a half-width temporary each, so that a
-    wide tile (fewer L2 bytes per MMA) still fits two temporaries."""
+    wide tile (fewer L2 bytes per MMA) still fits its temporaries beside the
+    total (128x256: 128 + 64 registers per thread)."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
@@ -500,6 +501,8 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a cluster is 1x1, 2x1 or 1x2 CTAs")
         if self.cluster_m * self.cluster_n > 1 and (self.ksplit > 1 or self.kslices > 1):
             raise CatalogError(f"{self.name}: a 2-CTA cluster runs without a K split")
+        if self.cluster_m == 2 and self.bn % 16:
+            raise CatalogError(f"{self.name}: a cluster along M halves the W box: bn must be a multiple of 16")
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary
         acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
         if acc_regs > math_regs - 40:

@@ -109,6 +109,8 @@ def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, cluster_m=2, cluster_n=2).check(hw)
     with pytest.raises(CatalogError, match="without a K split"):
         W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, kslices=2, cluster_n=2).check(hw)
+    with pytest.raises(CatalogError, match="halves the W box"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=136, stages=4, cluster_m=2).check(hw)
     with pytest.raises(CatalogError, match="out_boxes"):
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=192, stages=4, out_boxes=2).check(hw)
     # the staging shrinks with out_boxes: 4 stages of 128x256 fit only so
