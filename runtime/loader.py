@@ -53,6 +53,11 @@ class HostShim:
                                   ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         if self.split:  # counters, counter slots, partials, partial bytes
             self._prepare.argtypes += [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
+        # how many K slices a split call uses (the shim's rule; absent on shims without a split)
+        self._slices = getattr(lib, f"{entry.symbol}_slices", None)
+        if self._slices is not None:
+            self._slices.restype = ctypes.c_int
+            self._slices.argtypes = [ctypes.c_int] * 4
         self.size = int(entry.constraints["params_bytes"])
         # 64-byte aligned storage for Params (it holds 64-byte aligned TMA descriptors)
         self._raw = (ctypes.c_uint8 * (self.size + 64))()
@@ -63,6 +68,11 @@ class HostShim:
         # One Params buffer per instance: held from prepare() until the driver
         # has copied the arguments, so concurrent launches cannot mix them.
         self.lock = threading.Lock()
+
+    def k_slices(self, M: int, N: int, K: int, sm_count: int) -> int:
+        """The K slices a call at (M, N, K) on sm_count SMs (or resident
+        CTAs) uses: 1 for an instance that does not split."""
+        return int(self._slices(M, N, K, sm_count)) if self.split and self._slices is not None else 1
 
     def prepare(self, args, sm_count: int):
         from runtime.errors import LaunchError

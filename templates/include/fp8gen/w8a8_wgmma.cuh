@@ -458,13 +458,29 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         ptx::named_barrier(14, C::MATH_WG * 128);
         if (!*flag) continue;  // another slice's CTA finishes this tile
         __threadfence();       // the other slices' partials are seen after their counts
-        // the sum in slice order, whichever slice came last: the same bits every run
+        // The sum in slice order, whichever slice came last: the same bits
+        // every run. Every slice's loads of a group of registers are in
+        // flight at once (one L2 round trip per group, not one per slice):
+        // the tail of a small-M call waits on this.
         const float* first = p.partials + size_t(tile) * slices * TILE_FLOATS + wg_row * NACC * 128 + tid;
+        constexpr int GROUP = NACC * C::SLICES <= 64 ? NACC : 64 / C::SLICES;  // 64 registers in flight
+        static_assert(NACC % GROUP == 0, "register groups divide the total");
 #pragma unroll
-        for (int i = 0; i < NACC; ++i) acc[i] = __ldcg(first + i * 128);
-        for (int j = 1; j < slices; ++j) {
+        for (int g = 0; g < NACC; g += GROUP) {
+          float part[C::SLICES][GROUP];
 #pragma unroll
-          for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(first + size_t(j) * TILE_FLOATS + i * 128);
+          for (int j = 0; j < C::SLICES; ++j)
+#pragma unroll
+            for (int i = 0; i < GROUP; ++i)
+              part[j][i] = j < slices ? __ldcg(first + size_t(j) * TILE_FLOATS + (g + i) * 128) : 0.f;
+#pragma unroll
+          for (int i = 0; i < GROUP; ++i) {
+            float sum = part[0][i];
+#pragma unroll
+            for (int j = 1; j < C::SLICES; ++j)
+              if (j < slices) sum += part[j][i];
+            acc[g + i] = sum;
+          }
         }
       }
     }
@@ -584,10 +600,44 @@ struct Shim {
     kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5, kNeedWorkspace = 6
   };
 
-  // Split K: no more slices than K blocks. A split call needs one counter
+  // Split K: how many slices (1..SLICES, at most one per K block) a call
+  // uses. More slices put more CTAs on each tile, which small M needs to
+  // use the SMs, but a split unit pays a serial tail (its partial tile
+  // written, fenced, counted, then read and summed by the last slice), and
+  // slices past one wave queue behind it. So the count that minimizes
+  // waves x (K blocks per slice + a unit's fixed cost, in K blocks), plus
+  // one block per extra partial summed, wins; the fewest on a tie. The
+  // costs were fitted to H200 timings of the 1/2/4-slice instances at
+  // M <= 256: the split tail is 2.4-6.7 us, about 12 K blocks' time, and
+  // an unsplit unit's epilogue about 2. (40 tiles of 136 K blocks on 132
+  // SMs: 3 slices, one wave of 120 CTAs.) A split call needs one counter
   // per tile (zero before it, left zero after it: the runtime zeroes them
-  // once) and the slices' partial tiles (runtime/workspace.py sizes both).
-  static int slices_for(int K) { return C::SLICES < K / kBlockK ? C::SLICES : K / kBlockK; }
+  // once) and the slices' partial tiles (runtime/workspace.py sizes both
+  // for SLICES, the most a call can use).
+  static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12;
+  static int slices_for(long tiles, int kblocks, long max_units) {
+    const int most = C::SLICES < kblocks ? C::SLICES : kblocks;
+    int best = 1;
+    long best_cost = 0;
+    for (int s = 1; s <= most; ++s) {
+      const long waves = (tiles * s + max_units - 1) / max_units;
+      const long unit = (kblocks + s - 1) / s + (s > 1 ? kSplitUnitCostBlocks : kUnitCostBlocks);
+      const long cost = waves * unit + (s - 1);
+      if (s == 1 || cost < best_cost) {
+        best = s;
+        best_cost = cost;
+      }
+    }
+    return best;
+  }
+
+  // The slices a call at (M, N, K) on sm_count SMs uses (what prepare puts
+  // in Params; the runtime reports it and the tests check the rule).
+  static int slices_at(int M, int N, int K, int sm_count) {
+    if (M < 1 || N < 1 || K < kBlockK || sm_count < C::CLUSTER) return 0;
+    const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
+    return C::SLICES > 1 ? slices_for(tiles, K / kBlockK, sm_count / C::CLUSTER) : 1;
+  }
 
   static size_t params_size() { return sizeof(Params); }
 
@@ -628,7 +678,7 @@ struct Shim {
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
     const long tiles = long(p.tiles_m) * p.tiles_n;
-    p.slices = slices_for(K);
+    p.slices = slices_at(M, N, K, sm_count);
     if (p.slices > 1) {
       if (!counters || counter_slots < size_t(tiles) || !partials ||
           partial_bytes < size_t(tiles) * p.slices * C::BM * C::BN * 4)
@@ -655,6 +705,7 @@ struct Shim {
 #define FP8GEN_WGMMA_SHIM_EXPORTS(SYM, SHIM)                                                                   \
   extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
   extern "C" void SYM##_info(int* threads, int* smem, int* cluster) { SHIM::info(threads, smem, cluster); }  \
+  extern "C" int SYM##_slices(int M, int N, int K, int sm_count) { return SHIM::slices_at(M, N, K, sm_count); } \
   extern "C" int SYM##_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w, \
                                const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {  \
     return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);                       \
