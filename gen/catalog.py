@@ -421,9 +421,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # 64-column output boxes staged per pass of the TMA-store epilogue (0: all
     # bn/64 at once); fewer leave shared memory for another pipeline stage
     out_boxes: int = 0
-    # stream-K (small M): each CTA one contiguous run of the tiles x K blocks,
-    # cut tiles summed from partials, through a runtime workspace
-    stream_k: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -443,9 +440,8 @@ class W8A8WgmmaSpec(KernelSpec):
         chunks = f"_n{self.n_chunks}" if self.n_chunks > 1 else ""
         cluster = f"_c{self.cluster_m}x{self.cluster_n}" if self.cluster_m * self.cluster_n > 1 else ""
         boxes = f"_o{self.out_boxes}" if self.out_boxes else ""
-        stream = "_sk" if self.stream_k else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{boxes}{stream}")
+                f"{cluster}{boxes}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -462,18 +458,15 @@ class W8A8WgmmaSpec(KernelSpec):
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
-        slice_flag = 16 if self.kslices > 1 or self.stream_k else 0
+        slice_flag = 16 if self.kslices > 1 else 0
         return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
                 + 2 * self.stages * 8 + slice_flag + 1024)
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
         # (16-byte rows: M padded to 4), N % 8 for 16-byte TMA rows of bf16.
-        found = {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
-                 "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
-        if self.stream_k:
-            found["stream_k"] = True
-        return found
+        return {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
+                "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
 
     def check(self, hw: Hardware) -> None:
         super().check(hw)
@@ -508,10 +501,6 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a cluster is 1x1, 2x1 or 1x2 CTAs")
         if self.cluster_m * self.cluster_n > 1 and (self.ksplit > 1 or self.kslices > 1):
             raise CatalogError(f"{self.name}: a 2-CTA cluster runs without a K split")
-        if self.stream_k and (self.ksplit > 1 or self.kslices > 1 or self.cluster_m * self.cluster_n > 1
-                              or self.scale_mode != "kScaleBlock"):
-            raise CatalogError(f"{self.name}: stream-K is its own way of cutting K: no K split, slices or "
-                               "cluster, block scales only")
         if self.cluster_m == 2 and self.bn % 16:
             raise CatalogError(f"{self.name}: a cluster along M halves the W box: bn must be a multiple of 16")
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary

@@ -12,7 +12,7 @@ import hashlib
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from runtime import manifest, splitk
+from runtime import manifest
 from runtime.driver import check, driver, init
 from runtime.errors import LoadError
 from runtime.paths import ARCHES, build_dir, manifest_path
@@ -40,7 +40,7 @@ class HostShim:
         import ctypes
 
         # split-K instances take their workspace through a second entry point
-        self.split = splitk.is_split(entry)
+        self.split = int(entry.constraints.get("k_slices", 1)) > 1
         symbol = f"{entry.symbol}_prepare_split" if self.split else f"{entry.symbol}_prepare"
         try:
             lib = ctypes.CDLL(str(path))

@@ -217,7 +217,7 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
         found = splitk.unsplit(found)
     k = _instance(found, M, instance)
     split = {}
-    if splitk.cuts_k(k, K):
+    if splitk.needs(k, M, N, K)[0]:
         v.require(op, workspace is not None,
                   f"{k.name} splits K across CTAs and needs a workspace (rt.workspace(..., max_n=N))")
         split = workspace.split_args(k, M, N, K)

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
 from runtime.dispatch import choose, lookup
-from runtime import splitk
 from runtime.splitk import unsplit
 from runtime.env import Knobs
 from runtime.errors import ValidationError
@@ -237,7 +236,7 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
             ("output_room", not c.get("writes_padded_m") or out_rows is None or out_rows >= m_pad,
              f"writes {m_pad} rows (M padded to {c.get('m_align', 1)}); output has room for {out_rows}"),
             ("n_multiple", s.n % c.get("n_multiple", 1) == 0, f"n % {c.get('n_multiple', 1)} == 0"),
-            ("split_k_room", not splitk.is_split(e) or split_room is None or split_room(e, m, s.n),
+            ("split_k_room", c.get("k_slices", 1) == 1 or split_room is None or split_room(e, m, s.n),
              f"splits K across CTAs: the workspace holds its tile counters and partial tiles at m={m}, n={s.n} "
              "(rt.workspace(..., max_n=))"),
         ]

@@ -34,8 +34,7 @@ class Workspace:
 
     With `max_n`, it also holds what the split-K GEMM instances need for
     projections up to `max_n` wide: per-tile counters (zeroed here, once;
-    every launch leaves them zero) and the FP32 partial tiles of K slices
-    (split K) or of CTAs' runs (stream-K).
+    every launch leaves them zero) and the K slices' FP32 partial tiles.
     Without it, those instances are not chosen. GEMMs sharing a workspace
     must run in one stream's order (as for every region here)."""
 
@@ -48,8 +47,7 @@ class Workspace:
         self.rt, self.max_m, self.max_k, self.ffn_intermediate = rt, max_m, max_k, ffn_intermediate
         self.max_n = max_n
         # the largest split-K need of any built instance at (max_m, max_n)
-        self.sm_count = rt.ctx.sm_count
-        split = [splitk.needs(e, max_m, max_n, splitk.ANY_K, self.sm_count) for es in rt.entries.values() for e in es
+        split = [splitk.needs(e, max_m, max_n, splitk.ANY_K) for es in rt.entries.values() for e in es
                  if max_n and splitk.is_split(e)]
         self.counter_slots = max((c for c, _ in split), default=0)
         self.partial_bytes = max((b for _, b in split), default=0)
@@ -78,12 +76,12 @@ class Workspace:
 
     def fits_split(self, M: int, N: int, entry) -> bool:
         """Whether this workspace holds what `entry` (a split-K instance) needs at (M, N)."""
-        slots, nbytes = splitk.needs(entry, M, N, splitk.ANY_K, self.sm_count)
+        slots, nbytes = splitk.needs(entry, M, N, splitk.ANY_K)
         return bool(self._ptr) and slots <= self.counter_slots and nbytes <= self.partial_bytes
 
     def split_args(self, entry, M: int, N: int, K: int) -> dict:
         """The split-K launch arguments of `entry` at (M, N, K) (none when it does not split)."""
-        slots, nbytes = splitk.needs(entry, M, N, K, self.sm_count)
+        slots, nbytes = splitk.needs(entry, M, N, K)
         if not slots:
             return {}
         if not self._ptr:

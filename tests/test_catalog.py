@@ -119,23 +119,6 @@ def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=4, n_chunks=2).check(hw)
 
 
-def test_stream_k_is_its_own_way_of_cutting_k():
-    hw = load_hardware("sm_90a")
-    sk = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, group_n=1, temps=2, stream_k=True)
-    sk.check(hw)
-    assert sk.name.endswith("_s5_g1_t2_sk_sm90a")
-    assert sk.constraints()["stream_k"] is True and "stream_k" not in W8A8WgmmaSpec(arch="sm_90a").constraints()
-    # the "last run" flag takes 16 bytes, as for split K
-    assert sk.dynamic_smem == W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2).dynamic_smem + 16
-    for bad in (dict(kslices=2), dict(cluster_m=2), dict(bm=64, ksplit=2, stages=6, temps=1)):
-        args = dict(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, stream_k=True)
-        args.update(bad)
-        with pytest.raises(CatalogError, match="stream-K"):
-            W8A8WgmmaSpec(**args).check(hw)
-    with pytest.raises(CatalogError, match="stream-K"):
-        catalog.W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, stream_k=True).check(hw)
-
-
 def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):
     real = catalog.load_hardware
 

@@ -78,8 +78,7 @@ def test_fast_agrees_with_mma(rt, gen, split_ws, family, instance, M, N, K):
     assert agree and plain >= 0.98, f"{plain:.4%} of outputs within 2 bf16 ULP of w8a8_mma"
 
 
-# the instances that cut K across CTAs: split K (slices) and stream-K
-SPLIT = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and (s.kslices > 1 or s.stream_k)]
+SPLIT = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and s.kslices > 1]
 
 
 def test_split_instances_exist():

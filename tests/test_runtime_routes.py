@@ -201,25 +201,6 @@ def test_split_k_instance_takes_the_workspace_counters_and_partials(fake):
     assert args["counters"] % 256 == 0 and args["partials"] % 256 == 0
 
 
-def test_stream_k_instance_gets_two_partial_tiles_per_cta(fake):
-    rt, launches = fake
-    m, n, k = 128, 5120, 17408
-    sk = next(e.name for es in rt.entries.values() for e in es if e.constraints.get("stream_k")
-              and e.constraints["tile_m"] == 128)
-    row = {"n": n, "k": k, "m_max": 256, "instance": sk}
-    rt.dispatch = {**rt.dispatch, "w8a8_fast": [row], "w8a8_wgmma": [row]}
-    ws = rt.workspace(256, k, max_n=n)
-    d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), ws)
-    assert d.instance == sk and launches[-1][1] == sk
-    args = launches[-1][2]
-    # 40 tiles of 128x128 on 132 SMs: a counter per tile, two FP32 tiles per CTA
-    assert args["counter_slots"] >= 40 and args["partial_bytes"] >= 2 * 132 * 128 * 128 * 4
-    assert args["partials"] + args["partial_bytes"] <= ws._ptr + ws.nbytes
-    # without a split region it is not chosen, and the explanation says why
-    d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), rt.workspace(256, k))
-    assert d.instance != sk and "split_k_room" in d.explain()
-
-
 def test_split_k_instance_is_skipped_without_room(fake):
     rt, launches = fake
     m, n, k = 64, 4096, 7168

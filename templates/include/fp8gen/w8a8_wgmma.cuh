@@ -55,8 +55,7 @@ struct Params {
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
-          int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
-          int STREAM_ = 0>
+          int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -65,12 +64,6 @@ struct Config {
   // Split K across CTAs (small M: more CTAs, each reading a K slice of A
   // and W): at most SLICES slices per tile, through Params' workspace.
   static constexpr int SLICES = SLICES_;
-  // Stream-K (small M, few tiles): each CTA takes one contiguous run of the
-  // tiles x K blocks iterations, cut at tile edges, so every SM streams the
-  // same number of blocks however the tiles divide among them. A tile whose
-  // K is cut between CTAs is summed from their FP32 partials, at most two
-  // per CTA (its first and last run), by whichever finishes last.
-  static constexpr bool STREAM = STREAM_ != 0;
   // The tile's columns in CHUNKS runs of CHUNK_N, each its own MMA group
   // and temporary: a wide tile (fewer L2 bytes per MMA) whose temporary
   // still fits beside the total (128x256: 128 + 64 registers per thread).
@@ -108,7 +101,7 @@ struct Config {
   // tile, the K-split sums, scale stages, then the full/empty barriers; 1024
   // bytes of slack to align the base.
   // (+16: the split-K "last slice" flag.)
-  static constexpr int FLAG_BYTES = SLICES > 1 || STREAM ? 16 : 0;
+  static constexpr int FLAG_BYTES = SLICES > 1 ? 16 : 0;
   static constexpr int SMEM_BYTES =
       STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + FLAG_BYTES + 1024;
   static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + (BLOCK_SCALES ? SA_BYTES : 0);
@@ -136,8 +129,6 @@ struct Config {
   static_assert(STAGES >= 2, "double buffering at least");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
-  static_assert(!STREAM || (SLICES == 1 && KSPLIT == 1 && CLUSTER_M_ * CLUSTER_N_ == 1 && SCALE_MODE == kScaleBlock),
-                "stream-K: one CTA per unit of work, block scales");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
                 "one or two column chunks (no K split), each a wgmma N");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && SLICES == 1),
@@ -157,48 +148,6 @@ template <int BN>
 struct Wgmma;
 
 #ifndef FP8GEN_HOST_SHIM
-
-// One run of a CTA's work: K blocks [kb_begin, kb_end) of a tile. part:
-// which K slice (split K), or for stream-K 0 (the whole tile), 1 (the CTA's
-// first run, a tile's tail) or 2 (its last run, a tile's head).
-struct Run {
-  int tile, kb_begin, kb_end, part;
-};
-
-// A CTA's runs in order. Split K: units (tile, slice) dealt round-robin,
-// the slices of a tile adjacent. Stream-K: iterations [begin, end) of the
-// tiles x kblocks space, CTA b owning b * total / ctas onwards.
-template <bool STREAM>
-struct Walk;
-
-template <>
-struct Walk<false> {
-  int pos, end, step, slices, kblocks;
-  __device__ __forceinline__ bool next(Run& r) {
-    if (pos >= end) return false;
-    r.tile = pos / slices;
-    r.part = pos - r.tile * slices;
-    r.kb_begin = r.part * kblocks / slices;
-    r.kb_end = (r.part + 1) * kblocks / slices;
-    pos += step;
-    return true;
-  }
-};
-
-template <>
-struct Walk<true> {
-  long pos, end, begin;
-  int kblocks;
-  __device__ __forceinline__ bool next(Run& r) {
-    if (pos >= end) return false;
-    r.tile = int(pos / kblocks);
-    r.kb_begin = int(pos - long(r.tile) * kblocks);
-    r.kb_end = end - pos < kblocks - r.kb_begin ? r.kb_begin + int(end - pos) : kblocks;
-    r.part = r.kb_begin == 0 && r.kb_end == kblocks ? 0 : pos == begin ? 1 : 2;
-    pos += r.kb_end - r.kb_begin;
-    return true;
-  }
-};
 
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_n, int& tm, int& tn) {
   const int per_group = group_n * tiles_m;
@@ -244,20 +193,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
-  const long iterations = long(tiles) * kblocks;  // (stream-K)
-  auto walk = [&]() {
-    Walk<C::STREAM> w;
-    if constexpr (C::STREAM) {
-      w.begin = w.pos = long(blockIdx.x) * iterations / gridDim.x;
-      w.end = long(blockIdx.x + 1) * iterations / gridDim.x;
-    } else {
-      w.pos = first_unit;
-      w.end = units;
-      w.step = unit_step;
-      w.slices = slices;
-    }
-    w.kblocks = kblocks;
-    return w;
+  auto k_range = [&](int slice, int& kb_begin, int& kb_end) {
+    kb_begin = slice * kblocks / slices;
+    kb_end = (slice + 1) * kblocks / slices;
   };
 
   if (threadIdx.x == 0) {
@@ -283,12 +221,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
-      auto runs = walk();
-      Run job;
-      while (runs.next(job)) {
-        int tm, tn;
-        coords(job.tile, tm, tn);
-        for (int kb = job.kb_begin; kb < job.kb_end; ++kb) {
+      for (int unit = first_unit; unit < units; unit += unit_step) {
+        const int tile = unit / slices;
+        int tm, tn, kb_begin, kb_end;
+        coords(tile, tm, tn);
+        k_range(unit - tile * slices, kb_begin, kb_end);
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
@@ -324,12 +262,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   int stage = 0;
   uint32_t phase = 0;
 
-  auto runs = walk();
-  Run job;
-  while (runs.next(job)) {
-    const int tile = job.tile, slice = job.part, kb_begin = job.kb_begin, kb_end = job.kb_end;
-    int tm, tn;
+  for (int unit = first_unit; unit < units; unit += unit_step) {
+    const int tile = unit / slices, slice = unit - tile * slices;
+    int tm, tn, kb_begin, kb_end;
     coords(tile, tm, tn);
+    k_range(slice, kb_begin, kb_end);
     const int n0 = tn * C::BN;
     const float* ws_lo = p.w_scale + min(n0 / 128, w_scale_rows - 1) * kblocks;  // (a cluster's CTA may be past N)
     const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
@@ -497,59 +434,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       ptx::named_barrier(15, C::MATH_WG * 128);  // the sums are read before the next tile writes them
       if (k_lane > 0) continue;
-    }
-
-    if constexpr (C::STREAM) {
-      if (slice != 0) {
-        // A cut tile: this run's partial to its slot (2 per CTA: its first
-        // and last run), counted; the run that completes the count sums
-        // every CTA's partial of the tile in K order (the same bits
-        // whichever finishes last) and stores the tile.
-        const int tid = threadIdx.x % 128;
-        constexpr int TILE_FLOATS = C::BM * C::BN;
-        const long G = gridDim.x;
-        float* mine = p.partials + (size_t(2) * blockIdx.x + (slice - 1)) * TILE_FLOATS + wg_row * NACC * 128;
-#pragma unroll
-        for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
-        __threadfence();  // the partial is visible device-wide before the count says so
-        ptx::named_barrier(14, C::MATH_WG * 128);
-        // the CTAs whose runs cover the tile: those owning its first and last iteration
-        const long head = long(tile) * kblocks;
-        const int b0 = int(((head + 1) * G - 1) / iterations);
-        const int b1 = int(((head + kblocks) * G - 1) / iterations);
-        volatile int* flag = reinterpret_cast<volatile int*>(smem_raw + (bar_base + 16u * C::STAGES - raw));
-        if (threadIdx.x == 0) {
-          const int done = atomicAdd(p.counters + tile, 1);
-          const bool last = done == b1 - b0;
-          if (last) p.counters[tile] = 0;  // ready for the next launch
-          *flag = last;
-        }
-        ptx::named_barrier(14, C::MATH_WG * 128);
-        if (!*flag) continue;  // another CTA finishes this tile
-        __threadfence();       // the other partials are seen after their counts
-        // b0's run of the tile is its last run unless its range starts at the tile
-        auto slot = [&](int b) {
-          const int last_run = b == b0 && long(b) * iterations / G < head;
-          return p.partials + (size_t(2) * b + last_run) * TILE_FLOATS + wg_row * NACC * 128 + tid;
-        };
-        // CH partials' loads in flight at once (CH x NACC registers)
-        constexpr int CH = NACC <= 32 ? 4 : NACC <= 64 ? 2 : 1;
-#pragma unroll
-        for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
-        for (int b = b0; b <= b1; b += CH) {
-          float part[CH][NACC];
-#pragma unroll
-          for (int j = 0; j < CH; ++j) {
-            const float* q = slot(b + j <= b1 ? b + j : b1);
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) part[j][i] = b + j <= b1 ? __ldcg(q + i * 128) : 0.f;
-          }
-#pragma unroll
-          for (int j = 0; j < CH; ++j)
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) acc[i] += part[j][i];
-        }
-      }
     }
 
     if constexpr (C::SLICES > 1) {
@@ -801,21 +685,6 @@ struct Shim {
         return kNeedWorkspace;
       p.counters = counters;
       p.partials = partials;
-    }
-    if constexpr (C::STREAM) {
-      // one CTA per SM (or per iteration, if fewer), each with its run of
-      // the iterations; two partial-tile slots per CTA
-      const long iterations = tiles * kblocks;
-      const long ctas = iterations < sm_count ? iterations : sm_count;
-      if (!counters || counter_slots < size_t(tiles) || !partials ||
-          partial_bytes < size_t(2 * ctas) * C::BM * C::BN * 4)
-        return kNeedWorkspace;
-      p.counters = counters;
-      p.partials = partials;
-      grid[0] = unsigned(ctas);
-      grid[1] = grid[2] = 1;
-      std::memcpy(out, &p, sizeof(p));
-      return kOk;
     }
     // persistent: at most one CTA per SM (for clusters, sm_count is what the
     // runtime's max-active-clusters query says runs at once), whole clusters
