@@ -202,6 +202,9 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
     assert x4[128].k_slices(64, 5120, 17408, 132) == 3
     # 33 tiles (N 2112, 64 wide) of 56 K blocks: 4 slices, 132 CTAs, one wave
     assert x4[64].k_slices(64, 2112, 7168, 132) == 4
+    # 80 tiles: 2 slices would need a second wave, which reads W again: no split
+    assert x4[64].k_slices(64, 5120, 17408, 132) == 1
+    assert x4[128].k_slices(128, 5120, 17408, 132) == 1
     # 112 tiles already fill the SMs: no split
     assert x4[64].k_slices(64, 7168, 2048, 132) == 1
     # two tiles of 128 K blocks: all 4 slices; of 16 or 2 K blocks: a split

@@ -603,27 +603,27 @@ struct Shim {
   // Split K: how many slices (1..SLICES, at most one per K block) a call
   // uses. More slices put more CTAs on each tile, which small M needs to
   // use the SMs, but a split unit pays a serial tail (its partial tile
-  // written, fenced, counted, then read and summed by the last slice), and
-  // slices past one wave queue behind it. So the count that minimizes
-  // waves x (K blocks per slice + a unit's fixed cost, in K blocks), plus
-  // one block per extra partial summed, wins; the fewest on a tie. The
-  // costs were fitted to H200 timings of the 1/2/4-slice instances at
-  // M <= 256: the split tail is 2.4-6.7 us, about 12 K blocks' time, and
-  // an unsplit unit's epilogue about 2. (40 tiles of 136 K blocks on 132
-  // SMs: 3 slices, one wave of 120 CTAs.) A split call needs one counter
-  // per tile (zero before it, left zero after it: the runtime zeroes them
-  // once) and the slices' partial tiles (runtime/workspace.py sizes both
-  // for SLICES, the most a call can use).
+  // written, fenced, counted, then read and summed by the last slice):
+  // fitted to H200 timings of the 1/2/4-slice instances at M <= 512, about
+  // 12 K blocks' time (2.4-6.7 us), where an unsplit tile's epilogue costs
+  // about 2. And a split only pays within one wave: split units queued
+  // behind a first wave run at other K offsets than their tile's first
+  // slices, so W is read from DRAM again (5120x17408, M=128, 64x128 tiles:
+  // 3 slices in 2 waves took 51 us against 38 us unsplit). So the count
+  // whose units fit one wave and minimize (K blocks per slice + that cost),
+  // plus one block per extra partial summed, wins; the fewest on a tie.
+  // (40 tiles of 136 K blocks on 132 SMs: 3 slices, 120 CTAs.) A split
+  // call needs one counter per tile (zero before it, left zero after it:
+  // the runtime zeroes them once) and the slices' partial tiles
+  // (runtime/workspace.py sizes both for SLICES, the most a call can use).
   static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12;
   static int slices_for(long tiles, int kblocks, long max_units) {
     const int most = C::SLICES < kblocks ? C::SLICES : kblocks;
     int best = 1;
-    long best_cost = 0;
-    for (int s = 1; s <= most; ++s) {
-      const long waves = (tiles * s + max_units - 1) / max_units;
-      const long unit = (kblocks + s - 1) / s + (s > 1 ? kSplitUnitCostBlocks : kUnitCostBlocks);
-      const long cost = waves * unit + (s - 1);
-      if (s == 1 || cost < best_cost) {
+    long best_cost = (tiles + max_units - 1) / max_units * (kblocks + kUnitCostBlocks);
+    for (int s = 2; s <= most && tiles * s <= max_units; ++s) {
+      const long cost = (kblocks + s - 1) / s + kSplitUnitCostBlocks + (s - 1);
+      if (cost < best_cost) {
         best = s;
         best_cost = cost;
       }
