@@ -421,6 +421,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # 64-column output boxes staged per pass of the TMA-store epilogue (0: all
     # bn/64 at once); fewer leave shared memory for another pipeline stage
     out_boxes: int = 0
+    # shape-specialized: N and K fixed at compile time (0: taken at run time);
+    # HARDWARE.toml's [[specialize.w8a8_wgmma]] lists them per model
+    fixed_n: int = 0
+    fixed_k: int = 0
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -440,8 +444,9 @@ class W8A8WgmmaSpec(KernelSpec):
         chunks = f"_n{self.n_chunks}" if self.n_chunks > 1 else ""
         cluster = f"_c{self.cluster_m}x{self.cluster_n}" if self.cluster_m * self.cluster_n > 1 else ""
         boxes = f"_o{self.out_boxes}" if self.out_boxes else ""
+        fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{boxes}")
+                f"{cluster}{boxes}{fixed}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -465,8 +470,11 @@ class W8A8WgmmaSpec(KernelSpec):
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
         # (16-byte rows: M padded to 4), N % 8 for 16-byte TMA rows of bf16.
-        return {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
-                "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
+        found = {"scale_mn_major": True, "m_align": 4, "n_multiple": 8, "k_multiple": BLOCK_K,
+                 "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
+        if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
+            found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
+        return found
 
     def check(self, hw: Hardware) -> None:
         super().check(hw)
@@ -501,6 +509,12 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a cluster is 1x1, 2x1 or 1x2 CTAs")
         if self.cluster_m * self.cluster_n > 1 and (self.ksplit > 1 or self.kslices > 1):
             raise CatalogError(f"{self.name}: a 2-CTA cluster runs without a K split")
+        if bool(self.fixed_n) != bool(self.fixed_k) or self.fixed_n < 0 or self.fixed_n % 8 or \
+                self.fixed_k < 0 or self.fixed_k % BLOCK_K:
+            raise CatalogError(f"{self.name}: a shape-specialized instance fixes both N (a multiple of 8) and K "
+                               f"(a multiple of {BLOCK_K}); got N={self.fixed_n}, K={self.fixed_k}")
+        if self.fixed_n and self.scale_mode != "kScaleBlock":
+            raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:
             raise CatalogError(f"{self.name}: a cluster along M halves the W box: bn must be a multiple of 16")
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary
@@ -546,6 +560,41 @@ _FIELD_ALIASES = {"threads": "threads_per_block"}
 _INJECTED = {"cutlass_arch"}
 
 
+def parse_shape(text: str, where: str) -> Tuple[int, int]:
+    """'7168x2048' -> (7168, 2048): a projection's N x K."""
+    try:
+        n, k = (int(v) for v in str(text).lower().split("x"))
+    except ValueError:
+        raise CatalogError(f"{where}: a shape is 'NxK' (e.g. '7168x2048'), got {text!r}") from None
+    return n, k
+
+
+def _specialized(arch: str, hw) -> List[KernelSpec]:
+    """HARDWARE.toml [[specialize.<family>]]: a model's projection shapes, each
+    built as an instance with N and K fixed at compile time from the listed
+    tile configuration (the generic instances still serve every shape)."""
+    specs: List[KernelSpec] = []
+    for family, rows in hw.specialize.items():
+        cls = FAMILIES.get(family)
+        if cls is None or "fixed_n" not in {f.name for f in dataclasses.fields(cls)}:
+            raise CatalogError(f"{arch}: [[specialize.{family}]]: only w8a8_wgmma instances can be specialized")
+        field_names = {f.name for f in dataclasses.fields(cls)} - {"arch", "fixed_n", "fixed_k"}
+        for row in rows:
+            where = f"{arch}: [[specialize.{family}]] model {row.get('model', '?')!r}"
+            if not isinstance(row.get("model"), str) or not row.get("shapes"):
+                raise CatalogError(f"{where}: needs `model` (a name) and `shapes` (['NxK', ...])")
+            kwargs = {k: v for k, v in row.items() if k not in ("model", "shapes")}
+            unknown = set(kwargs) - field_names
+            if unknown:
+                raise CatalogError(f"{where}: unknown keys {sorted(unknown)}")
+            for text in row["shapes"]:
+                n, k = parse_shape(text, where)
+                spec = cls(arch=arch, fixed_n=n, fixed_k=k, **kwargs)
+                spec.check(hw)
+                specs.append(spec)
+    return specs
+
+
 def specs_for(arch: str) -> List[KernelSpec]:
     """Every instance HARDWARE.toml lists for `arch`, checked, in a stable order."""
     hw = load_hardware(arch)
@@ -568,6 +617,7 @@ def specs_for(arch: str) -> List[KernelSpec]:
             spec = cls(arch=arch, **kwargs)
             spec.check(hw)
             specs.append(spec)
+    specs += _specialized(arch, hw)
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -46,12 +46,22 @@ def tile_cols(e: KernelEntry) -> int:
     return e.constraints.get("bn") or e.constraints["tile_n"]
 
 
+def fits_shape(e: KernelEntry, n: int, k: int) -> bool:
+    """Whether the instance runs an (n, k) projection: a shape-specialized one
+    (N and K fixed at compile time) only its own; the others any."""
+    fixed = e.constraints.get("fixed_n"), e.constraints.get("fixed_k")
+    return fixed == (None, None) or fixed == (n, k)
+
+
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
     """Smallest tile height that covers m in one tile row, else the largest;
     among equal heights the widest tile (fewer, longer weight streams); among
-    equal tiles the one without a CTA cluster (a 2-CTA pair along M leaves
-    one CTA idle when a single tile row covers m, and the rule cannot tell)."""
-    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e), math.prod(e.cluster)))
+    equal tiles a generic one before a shape-specialized twin (only a
+    measurement, through the table, prefers that), then the one without a
+    CTA cluster (a 2-CTA pair along M leaves one CTA idle when a single tile
+    row covers m, and the rule cannot tell)."""
+    by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e), bool(e.constraints.get("fixed_n")),
+                                              math.prod(e.cluster)))
     for e in by_bm:
         if tile_rows(e) >= m:
             return e
@@ -61,8 +71,13 @@ def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
 
 def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str, Any]]], m: int, n: int,
            k: int) -> KernelEntry:
-    """The dispatch table's instance when it names a loaded one, else the tile rule."""
-    name = lookup(dispatch, candidates[0].family, m, n, k)
+    """The dispatch table's instance when it names a loaded one that runs
+    (n, k), else the tile rule among those that do."""
+    family = candidates[0].family
+    candidates = [e for e in candidates if fits_shape(e, n, k)]
+    if not candidates:
+        raise LookupError(f"no {family} instance runs n={n}, k={k}")
+    name = lookup(dispatch, family, m, n, k)
     for e in candidates:
         if e.name == name:
             return e

@@ -29,6 +29,8 @@ class Hardware:
     defaults: Dict[str, Any]
     roofline: Dict[str, Any]
     dispatch: Dict[str, List[Dict[str, Any]]]  # family -> measured rules (gen tune)
+    # family -> [{model, shapes, <instance keys>}]: shape-specialized instances
+    specialize: Dict[str, List[Dict[str, Any]]] = dataclasses.field(default_factory=dict)
     cutlass_arch: Optional[int] = None  # CUTLASS's arch tag for this target's collectives
 
 
@@ -60,6 +62,7 @@ def load_hardware(arch: str) -> Hardware:
             roofline=dict(doc.get("roofline", {})),
             dispatch={k: list(v) for k, v in doc.get("dispatch", {}).items()},
             cutlass_arch=doc.get("cutlass_arch"),
+            specialize={k: list(v) for k, v in doc.get("specialize", {}).items()},
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

@@ -9,10 +9,10 @@ from typing import Dict, List, Optional, Tuple
 
 from runtime import splitk
 from runtime import validate as v
-from runtime.errors import LoadError
+from runtime.errors import LoadError, ValidationError
 from runtime.manifest import KernelEntry
 from runtime.tensors import DeviceArray
-from runtime.dispatch import choose
+from runtime.dispatch import choose, fits_shape
 
 DEFAULT_EPS = 1e-10
 
@@ -140,12 +140,16 @@ def _tile_grid(k: KernelEntry, M: int, N: int) -> Tuple[int, int, int]:
     return (_ceil(N, k.constraints["bn"]), _ceil(M, k.constraints["bm"]), 1)
 
 
-def _instance(found: List[KernelEntry], M: int, instance: Optional[str]) -> KernelEntry:
-    """The named instance (a routing decision's), else the tile rule's."""
+def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int = 0, K: int = 0) -> KernelEntry:
+    """The named instance (a routing decision's), else the tile rule's among
+    those that run (N, K) (a shape-specialized instance runs only its own)."""
     if instance is None:
-        return choose(found, {}, M, 0, 0)  # no table: the family's tile rule
+        return choose(found, {}, M, N, K)  # no table: the family's tile rule
     for e in found:
         if e.name == instance:
+            if N and not fits_shape(e, N, K):
+                raise ValidationError(f"{e.name} is built for N={e.constraints['fixed_n']}, "
+                                      f"K={e.constraints['fixed_k']} only; this call has N={N}, K={K}")
             return e
     raise LoadError(f"instance {instance} is not loaded (family {found[0].family})")
 
@@ -215,7 +219,7 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
     found = _only(entries, op)
     if instance is None and workspace is None:  # the tile rule, among instances that need no workspace
         found = splitk.unsplit(found)
-    k = _instance(found, M, instance)
+    k = _instance(found, M, instance, N, K)
     split = {}
     if splitk.needs(k, M, N, K)[0]:
         v.require(op, workspace is not None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
-from runtime.dispatch import choose, lookup
+from runtime.dispatch import choose, fits_shape, lookup
 from runtime.splitk import unsplit
 from runtime.env import Knobs
 from runtime.errors import ValidationError
@@ -212,7 +212,8 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
                   split_room: Optional[Callable[[KernelEntry, int, int], bool]] = None
                   ) -> Tuple[List[Clause], Optional[KernelEntry]]:
     """The fast instance's own constraints, from its manifest entry."""
-    candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, [])]
+    # (a shape-specialized instance is a candidate only for its own shape)
+    candidates = [e for fam in FAST_FAMILIES for e in entries.get(fam, []) if fits_shape(e, s.n, s.k)]
     # the cross-family table's pick first (else each family's table pick, in
     # FAST_FAMILIES order), then the rest in manifest order
     fastest = lookup(dispatch, FAST_TABLE, m, s.n, s.k)

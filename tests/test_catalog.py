@@ -150,3 +150,37 @@ def test_show_reports_the_built_resources(capsys):
     assert info["name"] == name and info["source"].endswith(f"{name}.cu")
     assert info["threads"] > 0 and info["dynamic_smem"] > 0 and info["shim"].endswith(".so")
     assert main(["show", "no_such_kernel"]) == 2
+
+
+def test_specialize_builds_each_listed_shape_with_n_and_k_fixed(monkeypatch):
+    specs = {s.name: s for s in specs_for("sm_90a")}
+    hw = load_hardware("sm_90a")
+    listed = {(row["bm"], row["bn"], shape) for row in hw.specialize["w8a8_wgmma"] for shape in row["shapes"]}
+    fixed = [s for s in specs.values() if getattr(s, "fixed_n", 0)]
+    assert {(s.bm, s.bn, f"{s.fixed_n}x{s.fixed_k}") for s in fixed} == listed
+    one = specs["w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t2_for7168x2048_sm90a"]
+    assert one.constraints()["fixed_n"] == 7168 and one.constraints()["fixed_k"] == 2048
+    # the generic twin is unchanged, and says nothing of a shape
+    twin = specs["w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t2_sm90a"]
+    assert "fixed_n" not in twin.constraints() and twin.dynamic_smem == one.dynamic_smem
+
+    real = catalog.load_hardware
+
+    def with_rows(rows, family="w8a8_wgmma"):
+        monkeypatch.setattr(catalog, "load_hardware",
+                            lambda a: dataclasses.replace(real(a), specialize={family: rows}))
+
+    base = dict(model="m", bm=128, bn=128, stages=5, temps=2)
+    for rows, match in (([{**base, "shapes": ["7168by2048"]}], "NxK"),
+                        ([{**base, "shapes": ["7168x2000"]}], "multiple of 128"),
+                        ([{**base, "shapes": ["7100x2048"]}], "multiple of 8"),
+                        ([{**base, "shapes": []}], "needs `model`"),
+                        ([{**base, "shapes": ["7168x2048"], "tile": 3}], "unknown keys")):
+        with_rows(rows)
+        with pytest.raises(CatalogError, match=match):
+            specs_for("sm_90a")
+    with_rows([{**base, "shapes": ["7168x2048"]}], family="w8a8_mma")
+    with pytest.raises(CatalogError, match="only w8a8_wgmma"):
+        specs_for("sm_90a")
+    with pytest.raises(CatalogError, match="fixes both"):
+        W8A8WgmmaSpec(arch="sm_90a", fixed_n=7168).check(hw)

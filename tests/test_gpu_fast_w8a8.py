@@ -54,8 +54,19 @@ def _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, out, ws):
     getattr(rt, family)(a_q, a_s_mn, w_q, w_s, out, instance=instance, **extra)
 
 
-@pytest.mark.parametrize("family,instance", INSTANCES, ids=[name for _, name in INSTANCES])
-@pytest.mark.parametrize("N,K", SHAPES)
+# every generic instance at every shape; a shape-specialized one at its own
+SPECS = {s.name: s for s in specs_for("sm_90a")}
+CASES = [(f, i, n, k) for f, i in INSTANCES for n, k in SHAPES
+         if getattr(SPECS[i], "fixed_n", 0) in (0, n) and getattr(SPECS[i], "fixed_k", 0) in (0, k)]
+
+
+def test_every_specialized_instance_meets_its_shape():
+    fixed = [s for s in SPECS.values() if getattr(s, "fixed_n", 0)]
+    assert fixed, "no shape-specialized instance is built"
+    assert all(any(i == s.name for _, i, _, _ in CASES) for s in fixed), "a specialized shape is not tested"
+
+
+@pytest.mark.parametrize("family,instance,N,K", CASES, ids=[f"{i}-{n}x{k}" for _, i, n, k in CASES])
 @pytest.mark.parametrize("M", [1, 17, 100, 1000])
 def test_fast_agrees_with_mma(rt, gen, split_ws, family, instance, M, N, K):
     w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)

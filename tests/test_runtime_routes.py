@@ -230,3 +230,21 @@ def test_split_k_counters_start_zeroed(fake, monkeypatch):
     # the per-tensor state and the counters, in one set, to zero
     assert sets == [(0, ws._offsets["partials"] - ws._offsets["state"])]
     assert ws._offsets["counters"] - ws._offsets["state"] >= 16 and ws.counter_slots >= 64
+
+
+def test_a_shape_specialized_instance_refuses_another_shape(fake):
+    rt, launches = fake
+    fixed = next(e.name for es in rt.entries.values() for e in es if e.constraints.get("fixed_n") == 7168
+                 and e.constraints.get("fixed_k") == 2048)
+    m = 64
+    for n, k, ok in ((7168, 2048, True), (7168, 4096, False), (4096, 2048, False)):
+        a, s, w, ws_, out = (arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
+                             arr((-(-n // 128), k // 128), "f32"), arr((m, n), "bf16"))
+        if ok:
+            rt.w8a8_wgmma(a, s, w, ws_, out, instance=fixed)
+            assert launches[-1][1] == fixed
+        else:
+            with pytest.raises(runtime.ValidationError, match="built for N=7168, K=2048 only"):
+                rt.w8a8_wgmma(a, s, w, ws_, out, instance=fixed)
+            rt.w8a8_wgmma(a, s, w, ws_, out)  # without a name: a generic instance
+            assert launches[-1][1] != fixed

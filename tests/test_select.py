@@ -262,3 +262,28 @@ def _explain(args, **env_over):
 ])
 def test_explain_golden(golden, args, env):
     assert _explain(args, **env) == (GOLDEN / golden).read_text()
+
+
+def test_a_shape_specialized_instance_serves_only_its_own_shape(sm90a_entries):
+    """An instance built with N and K fixed: named by a table row for its
+    shape, it runs; a class rule or the tile rule never sends it another
+    shape (its host shim would refuse it)."""
+    from runtime.dispatch import choose, fits_shape
+
+    fam = sm90a_entries["w8a8_wgmma"]
+    e = next(x for x in fam if x.constraints.get("fixed_n") == 7168 and x.constraints.get("fixed_k") == 2048
+             and x.constraints["tile_m"] == 64)
+    assert fits_shape(e, 7168, 2048) and not fits_shape(e, 7168, 1024) and not fits_shape(e, 0, 0)
+    rows = [{"n": 7168, "k": 2048, "m_max": 2**31 - 1, "instance": e.name},
+            {"shape_class": "widening", "m_max": 2**31 - 1, "instance": e.name}]
+    assert choose(fam, {"w8a8_wgmma": rows}, 64, 7168, 2048).name == e.name
+    assert not choose(fam, {"w8a8_wgmma": rows}, 64, 7168, 1024).constraints.get("fixed_n")
+    for m in (1, 64, 1000):
+        for n, k in ((7168, 1024), (4096, 4096), (7168, 2048)):
+            assert not choose(fam, {}, m, n, k).constraints.get("fixed_n")  # generic first, even at its shape
+    twin = next(x for x in fam if x.name == e.name.replace("_for7168x2048", ""))
+    assert choose([e, twin], {}, 64, 7168, 2048).name == twin.name  # whatever the order
+    table = {select.FAST_TABLE: rows}
+    assert decide(sm90a_entries, m=64, n=7168, k=2048, dispatch=table).instance == e.name
+    d = decide(sm90a_entries, m=64, n=7168, k=1024, dispatch=table)
+    assert d.arm == select.ARM_W8A8_FAST and d.instance != e.name

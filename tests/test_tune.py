@@ -82,3 +82,19 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
     defaults = load_hardware("sm_90a").defaults
     for lever, (cap, _) in levers.items():
         assert defaults.get(lever) == cap
+
+
+def test_a_shape_specialized_instance_wins_only_its_own_shape():
+    """Fastest at its own shape, it gets that shape's rule, never a class
+    rule (it cannot run the class's other shapes)."""
+    fixed = "w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t2_for4096x1024_sm90a"
+    rows = []
+    for M in (16, 64):
+        rows += [row("w8a8_wgmma", "generic", M, 4096, 1024, 2), row("w8a8_wgmma", fixed, M, 4096, 1024, 1)]
+        rows += [row("w8a8_wgmma", "generic", M, 8192, 1024, 2)]
+    table = tune.derive_dispatch(rows)["w8a8_wgmma"]
+    assert [r["instance"] for r in table if r.get("n") == 4096] == [fixed]
+    assert {r["instance"] for r in table if "shape_class" in r} == {"generic"}
+    # its shape alone in its class: the class rule still goes to the generic one
+    table = tune.derive_dispatch([r for r in rows if r["N"] == 4096])["w8a8_wgmma"]
+    assert {r["instance"] for r in table if "shape_class" in r} == {"generic"}

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Callable, List
 
 from gen.bench import grid
+from runtime.dispatch import fits_shape
 from gen.bench.timing import rotation, time_us
 
 QUANT_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major")
@@ -61,8 +62,8 @@ def _kernel_name(ctx: Context, family: str, M: int, N: int = 0, K: int = 0) -> s
 def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
     if family not in ctx.rt.entries:
         return []
-    if ctx.all_instances:
-        return [e.name for e in ctx.rt.entries[family]]
+    if ctx.all_instances:  # (a shape-specialized instance only at its own shape)
+        return [e.name for e in ctx.rt.entries[family] if fits_shape(e, N, K)]
     return [_kernel_name(ctx, family, M, N, K)]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -21,6 +22,8 @@ TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", "w8a8_
 TABLE_IMPLS = {FAST_TABLE: FAST_FAMILIES}
 W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
 LAST_BUCKET = 2**31 - 1
+# the name tag of a shape-specialized instance (gen/catalog.py W8A8WgmmaSpec.tag)
+FIXED_SHAPE = re.compile(r"_for\d+x\d+_")
 
 Point = Tuple[int, int, int]  # (N, K, M)
 
@@ -64,10 +67,12 @@ def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
                     by_m[m].append(t)
             winners = []
             for m in sorted(by_m):
-                common = set.intersection(*(set(t) for t in by_m[m]))
+                # (a shape-specialized instance runs one shape: never a class's pick)
+                common = {i for i in set.intersection(*(set(t) for t in by_m[m])) if not FIXED_SHAPE.search(i)}
                 # geometric mean of each instance's slowdown against the best at each shape
                 score = {i: sum(math.log(t[i] / min(t.values())) for t in by_m[m]) for i in common}
-                winners.append((m, min(score, key=score.get)))
+                if score:
+                    winners.append((m, min(score, key=score.get)))
             rules += [{"shape_class": cls, **r} for r in _runs(winners)]
         table[family] = rules
     return table

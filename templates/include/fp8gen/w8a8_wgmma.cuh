@@ -55,7 +55,8 @@ struct Params {
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
-          int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0>
+          int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
+          int FIXED_N_ = 0, int FIXED_K_ = 0>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -75,6 +76,10 @@ struct Config {
   // operand once per pair instead of twice.
   static constexpr int CLUSTER_M = CLUSTER_M_, CLUSTER_N = CLUSTER_N_, CLUSTER = CLUSTER_M_ * CLUSTER_N_;
   static constexpr int SCALE_MODE = SCALE_MODE_;
+  // Shape-specialized (a model's projection): N and K fixed at compile time
+  // (0: read from Params), so that the tile walk, the K loop's bounds and
+  // the weight-scale rows fold to constants; the shim refuses other shapes.
+  static constexpr int FIXED_N = FIXED_N_, FIXED_K = FIXED_K_;
   static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
   // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
@@ -127,6 +132,8 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(FIXED_N % 8 == 0 && FIXED_N >= 0 && FIXED_K % kBlockK == 0 && FIXED_K >= 0,
+                "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
@@ -174,13 +181,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
 
   const int wg = threadIdx.x / 128;
-  const int kblocks = p.K / kBlockK;
+  const int kblocks = (C::FIXED_K ? C::FIXED_K : p.K) / kBlockK;
+  const int N = C::FIXED_N ? C::FIXED_N : p.N;
+  const int tiles_n = C::FIXED_N ? (C::FIXED_N + C::BN - 1) / C::BN : p.tiles_n;
   // A cluster walks the tiles as one: its CTAs take neighbouring tiles (a
   // CTA past the last row or column loads zeros, stores nothing, but keeps
   // the copy protocol going for its peer).
   const uint32_t rank = C::CLUSTER > 1 ? ptx::cluster_ctarank() : 0;
   const int pairs_m = (p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M;
-  const int pairs_n = (p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N;
+  const int pairs_n = (tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N;
   const int tiles = pairs_m * pairs_n;
   // Work units: (tile, K slice), the slices of a tile adjacent so that they
   // run at the same time on neighbouring CTAs.
@@ -258,7 +267,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int k_lane = wg / C::ROW_WG;   // which K blocks (kb % KSPLIT)
   const int row = wg_row * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row, row + 8
   const float* sa_smem = reinterpret_cast<const float*>(smem_raw + (sa_base - raw));
-  const int w_scale_rows = (p.N + 127) / 128;
+  const int w_scale_rows = (N + 127) / 128;
   int stage = 0;
   uint32_t phase = 0;
 
@@ -494,8 +503,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int c = 0; c < C::BN / 8; ++c) {
         const int col = n0 + 8 * c + 2 * (lane % 4);  // N % 8 == 0: col < N means col + 1 < N
-        const float w0 = col < p.N ? __ldg(p.w_scale + col) : 0.f;
-        const float w1 = col < p.N ? __ldg(p.w_scale + col + 1) : 0.f;
+        const float w0 = col < N ? __ldg(p.w_scale + col) : 0.f;
+        const float w1 = col < N ? __ldg(p.w_scale + col + 1) : 0.f;
         acc[4 * c + 0] *= r0 * w0;
         acc[4 * c + 1] *= r0 * w1;
         acc[4 * c + 2] *= r1 * w0;
@@ -544,12 +553,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     } else {
       // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
       const int m_lo = tm * C::BM + row, m_hi = m_lo + 8;
-      __nv_bfloat16* out_lo = p.out + static_cast<size_t>(m_lo) * p.N;
-      __nv_bfloat16* out_hi = p.out + static_cast<size_t>(m_hi) * p.N;
+      __nv_bfloat16* out_lo = p.out + static_cast<size_t>(m_lo) * N;
+      __nv_bfloat16* out_hi = p.out + static_cast<size_t>(m_hi) * N;
 #pragma unroll
       for (int c = 0; c < C::BN / 8; ++c) {
         const int col = n0 + 8 * c + 2 * (lane % 4);
-        if (col < p.N) {
+        if (col < N) {
           if (m_lo < p.M)
             *reinterpret_cast<__nv_bfloat162*>(out_lo + col) = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
           if (m_hi < p.M)
@@ -654,6 +663,7 @@ struct Shim {
                      size_t partial_bytes = 0) {
     if (cap < sizeof(Params)) return kBufferTooSmall;
     if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1) return kCannotImplement;
+    if ((C::FIXED_N && N != C::FIXED_N) || (C::FIXED_K && K != C::FIXED_K)) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
     if (!encoder()) return kNoDriver;
     Params p;
