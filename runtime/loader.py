@@ -53,11 +53,12 @@ class HostShim:
                                   ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         if self.split:  # counters, counter slots, partials, partial bytes
             self._prepare.argtypes += [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
-        # how many K slices a split call uses (the shim's rule; absent on shims without a split)
-        self._slices = getattr(lib, f"{entry.symbol}_slices", None)
-        if self._slices is not None:
-            self._slices.restype = ctypes.c_int
-            self._slices.argtypes = [ctypes.c_int] * 4
+        # which tiles a split call cuts, into how many K slices (the shim's rule)
+        self._split = getattr(lib, f"{entry.symbol}_split", None)
+        if self._split is not None:
+            self._split.restype = ctypes.c_int
+            self._split.argtypes = [ctypes.c_int] * 4 + [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_long)]
+        self.entry = entry
         self.size = int(entry.constraints["params_bytes"])
         # 64-byte aligned storage for Params (it holds 64-byte aligned TMA descriptors)
         self._raw = (ctypes.c_uint8 * (self.size + 64))()
@@ -69,10 +70,22 @@ class HostShim:
         # has copied the arguments, so concurrent launches cannot mix them.
         self.lock = threading.Lock()
 
-    def k_slices(self, M: int, N: int, K: int, sm_count: int) -> int:
-        """The K slices a call at (M, N, K) on sm_count SMs (or resident
-        CTAs) uses: 1 for an instance that does not split."""
-        return int(self._slices(M, N, K, sm_count)) if self.split and self._slices is not None else 1
+    def k_split(self, M: int, N: int, K: int, sm_count: int) -> Tuple[int, int]:
+        """How a call at (M, N, K) on sm_count SMs (or resident CTAs) cuts K:
+        (slices, whole), the tiles from `whole` on each in `slices` K slices
+        (the last wave's); (1, tiles) for an instance that does not split.
+        Raises LaunchError for a call the instance cannot run."""
+        import ctypes
+
+        from runtime.errors import LaunchError
+
+        tiles = -(-M // int(self.entry.constraints["tile_m"])) * -(-N // int(self.entry.constraints["tile_n"]))
+        if not self.split or self._split is None:
+            return 1, tiles
+        slices, whole = ctypes.c_int(), ctypes.c_long()
+        if not self._split(M, N, K, sm_count, ctypes.byref(slices), ctypes.byref(whole)):
+            raise LaunchError(f"{self.name}: cannot run M={M}, N={N}, K={K} on {sm_count} SMs")
+        return slices.value, whole.value
 
     def prepare(self, args, sm_count: int):
         from runtime.errors import LaunchError

@@ -186,8 +186,9 @@ def test_compile_error_carries_command_output_and_source(tmp_path, monkeypatch):
 
 def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
     """The host shim's slice rule (no driver needed to ask it): enough slices
-    to put every SM on the tiles, not so many that a second wave queues."""
+    to put every SM on the last wave's tiles, not so many that another wave queues."""
     from runtime import manifest
+    from runtime.errors import LaunchError
     from runtime.loader import HostShim
     from runtime.paths import manifest_path
 
@@ -197,23 +198,27 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
           if e.family == "w8a8_wgmma" and int(e.constraints.get("k_slices", 1)) == 4
           and int(e.constraints["tile_m"]) == 64}
     assert {64, 128} <= set(x4), "the 64x64 and 64x128 4-slice instances are built"
+    split = lambda n_cols, *call: x4[n_cols].k_split(*call)  # noqa: E731
     # 40 tiles (N 5120, 128 wide) of 136 K blocks on 132 SMs: 3 slices fill one
     # wave (120 CTAs); 4 would leave 28 CTAs for a second wave.
-    assert x4[128].k_slices(64, 5120, 17408, 132) == 3
+    assert split(128, 64, 5120, 17408, 132) == (3, 0)
     # 33 tiles (N 2112, 64 wide) of 56 K blocks: 4 slices, 132 CTAs, one wave
-    assert x4[64].k_slices(64, 2112, 7168, 132) == 4
+    assert split(64, 64, 2112, 7168, 132) == (4, 0)
     # 80 tiles: 2 slices would need a second wave, which reads W again: no split
-    assert x4[64].k_slices(64, 5120, 17408, 132) == 1
-    assert x4[128].k_slices(128, 5120, 17408, 132) == 1
-    # 112 tiles already fill the SMs: no split
-    assert x4[64].k_slices(64, 7168, 2048, 132) == 1
+    assert split(64, 64, 5120, 17408, 132) == (1, 80)
+    # 160 tiles: the first 132 run whole, the last wave's 28 in 4 slices (112 CTAs)
+    assert split(64, 128, 5120, 17408, 132) == (4, 132)
+    # 112 tiles already fill the SMs; 264 fill two waves exactly: no split
+    assert split(64, 64, 7168, 2048, 132) == (1, 112)
+    assert split(64, 128, 4224, 2048, 132) == (1, 132) and split(64, 256, 4224, 17408, 132) == (1, 264)
     # two tiles of 128 K blocks: all 4 slices; of 16 or 2 K blocks: a split
     # tail outweighs the blocks it saves, so no split; of one: nothing to split
-    assert x4[64].k_slices(16, 128, 16384, 132) == 4
-    assert x4[64].k_slices(16, 128, 2048, 132) == 1
-    assert x4[64].k_slices(16, 128, 256, 132) == 1
-    assert x4[64].k_slices(16, 128, 128, 132) == 1
-    # fewer SMs, fewer slices: 40 tiles on 40 SMs is one wave unsplit
-    assert x4[128].k_slices(64, 5120, 17408, 40) == 1
+    assert split(64, 16, 128, 16384, 132) == (4, 0)
+    assert split(64, 16, 128, 2048, 132) == (1, 2)
+    assert split(64, 16, 128, 256, 132) == (1, 2)
+    assert split(64, 16, 128, 128, 132) == (1, 2)
+    # fewer SMs, fewer slices: 40 tiles on 40 SMs fill one wave unsplit
+    assert split(128, 64, 5120, 17408, 40) == (1, 40)
     # a call the instance cannot run
-    assert x4[64].k_slices(0, 128, 256, 132) == 0
+    with pytest.raises(LaunchError):
+        split(64, 0, 128, 256, 132)

@@ -97,18 +97,25 @@ def test_split_instances_exist():
 
 
 @pytest.mark.parametrize("instance", SPLIT)
-def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws, instance):
+@pytest.mark.parametrize("M", [100, 1000])
+def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws, instance, M):
     """Many launches through one workspace: each correct (the tile counters
     were left at zero by the one before, or tiles would be stored early or
     never), and the same inputs give the same bits (partials added in slice
-    order, whichever CTA finishes last)."""
-    M, N, K = 100, 4096, 7168
+    order, whichever CTA finishes last). At M=100 every instance cuts K; at
+    M=1000 the 128x128 ones cut only the last wave's tiles."""
+    N, K = 2112, 7168
+    slices, whole = rt._loaded[instance].shim.k_split(M, N, K, rt.ctx.sm_count)
+    if M == 100:
+        assert slices > 1 and whole == 0, (slices, whole)
+    elif "128x128x128" in instance:
+        assert slices > 1 and whole > 0, (slices, whole)
     w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
     outs = []
     for trial in range(4):
         if trial < 3:  # fresh activations; the last trial repeats the third
             a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
-            a_s_mn = torch.zeros((K // 128, 100), device="cuda")
+            a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
             rt.scale_mn_major(a_s, a_s_mn)
         out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
         rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance, workspace=split_ws)

@@ -42,14 +42,17 @@ struct Params {
   const float* w_scale;  // block: [ceil(N/128), K/128]; per-row: [N]; per-tensor: unused
   const float* a_scale;  // per-row: per-token [M]; per-tensor: the output scale (a device scalar)
   __nv_bfloat16* out;
-  // Split K (slices > 1): each tile's K blocks are cut into `slices` runs
-  // taken by different CTAs. Each writes its FP32 partial tile to `partials`
-  // [tiles x slices][BM x BN]; the last to finish (counted in counters[tile],
-  // zero before the launch and left zero after it) adds them in slice order
-  // (deterministic) and stores the tile.
+  // Split K (slices > 1): tiles [0, whole) run whole (the full waves);
+  // each later tile's K blocks are cut into `slices` runs taken by
+  // different CTAs (the last wave, so that it fills the SMs). Each writes
+  // its FP32 partial tile to `partials` [tiles - whole][slices][BM x BN];
+  // the last to finish (counted in counters[tile], zero before the launch
+  // and left zero after it) adds them in slice order (deterministic) and
+  // stores the tile.
   float* partials;
   int* counters;
   int slices;
+  int whole;
   int M, N, K;
   int tiles_m, tiles_n;
 };
@@ -191,10 +194,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int pairs_m = (p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M;
   const int pairs_n = (tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N;
   const int tiles = pairs_m * pairs_n;
-  // Work units: (tile, K slice), the slices of a tile adjacent so that they
-  // run at the same time on neighbouring CTAs.
+  // Work units: the whole tiles, then (tile, K slice) for the rest, the
+  // slices of a tile adjacent so that they run at the same time on
+  // neighbouring CTAs.
   const int slices = C::SLICES > 1 ? p.slices : 1;
-  const int units = tiles * slices;
+  const int whole = C::SLICES > 1 ? p.whole : tiles;
+  const int units = whole + (tiles - whole) * slices;
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
   auto coords = [&](int tile, int& tm, int& tn) {
@@ -202,9 +207,19 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
-  auto k_range = [&](int slice, int& kb_begin, int& kb_end) {
-    kb_begin = slice * kblocks / slices;
-    kb_end = (slice + 1) * kblocks / slices;
+  auto work = [&](int unit, int& tile, int& slice, int& kb_begin, int& kb_end) {
+    if (unit < whole) {
+      tile = unit;
+      slice = 0;
+      kb_begin = 0;
+      kb_end = kblocks;
+    } else {
+      const int cut = (unit - whole) / slices;
+      tile = whole + cut;
+      slice = unit - whole - cut * slices;
+      kb_begin = slice * kblocks / slices;
+      kb_end = (slice + 1) * kblocks / slices;
+    }
   };
 
   if (threadIdx.x == 0) {
@@ -231,10 +246,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       int stage = 0;
       uint32_t phase = 0;
       for (int unit = first_unit; unit < units; unit += unit_step) {
-        const int tile = unit / slices;
-        int tm, tn, kb_begin, kb_end;
+        int tile, slice, tm, tn, kb_begin, kb_end;
+        work(unit, tile, slice, kb_begin, kb_end);
         coords(tile, tm, tn);
-        k_range(unit - tile * slices, kb_begin, kb_end);
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
@@ -272,10 +286,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   uint32_t phase = 0;
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
-    const int tile = unit / slices, slice = unit - tile * slices;
-    int tm, tn, kb_begin, kb_end;
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
-    k_range(slice, kb_begin, kb_end);
     const int n0 = tn * C::BN;
     const float* ws_lo = p.w_scale + min(n0 / 128, w_scale_rows - 1) * kblocks;  // (a cluster's CTA may be past N)
     const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
@@ -446,13 +459,13 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     }
 
     if constexpr (C::SLICES > 1) {
-      if (slices > 1) {
+      if (slices > 1 && tile >= whole) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
         // 512 contiguous bytes.
         const int tid = threadIdx.x % 128;
         constexpr int TILE_FLOATS = C::BM * C::BN;
-        float* mine = p.partials + (size_t(tile) * slices + slice) * TILE_FLOATS + wg_row * NACC * 128;
+        float* mine = p.partials + (size_t(tile - whole) * slices + slice) * TILE_FLOATS + wg_row * NACC * 128;
 #pragma unroll
         for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
         __threadfence();  // the partial is visible device-wide before the count says so
@@ -471,7 +484,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         // every run. Every slice's loads of a group of registers are in
         // flight at once (one L2 round trip per group, not one per slice):
         // the tail of a small-M call waits on this.
-        const float* first = p.partials + size_t(tile) * slices * TILE_FLOATS + wg_row * NACC * 128 + tid;
+        const float* first = p.partials + size_t(tile - whole) * slices * TILE_FLOATS + wg_row * NACC * 128 + tid;
         constexpr int GROUP = NACC * C::SLICES <= 64 ? NACC : 64 / C::SLICES;  // 64 registers in flight
         static_assert(NACC % GROUP == 0, "register groups divide the total");
 #pragma unroll
@@ -609,43 +622,53 @@ struct Shim {
     kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5, kNeedWorkspace = 6
   };
 
-  // Split K: how many slices (1..SLICES, at most one per K block) a call
-  // uses. More slices put more CTAs on each tile, which small M needs to
-  // use the SMs, but a split unit pays a serial tail (its partial tile
-  // written, fenced, counted, then read and summed by the last slice):
-  // fitted to H200 timings of the 1/2/4-slice instances at M <= 512, about
-  // 12 K blocks' time (2.4-6.7 us), where an unsplit tile's epilogue costs
-  // about 2. And a split only pays within one wave: split units queued
-  // behind a first wave run at other K offsets than their tile's first
-  // slices, so W is read from DRAM again (5120x17408, M=128, 64x128 tiles:
-  // 3 slices in 2 waves took 51 us against 38 us unsplit). So the count
-  // whose units fit one wave and minimize (K blocks per slice + that cost),
-  // plus one block per extra partial summed, wins; the fewest on a tie.
-  // (40 tiles of 136 K blocks on 132 SMs: 3 slices, 120 CTAs.) A split
-  // call needs one counter per tile (zero before it, left zero after it:
-  // the runtime zeroes them once) and the slices' partial tiles
-  // (runtime/workspace.py sizes both for SLICES, the most a call can use).
+  // Split K: which tiles a call cuts and into how many slices (1..SLICES,
+  // at most one per K block). The tiles fill whole waves of the SMs
+  // unsplit; only the last, partial wave's tiles are cut, so that their
+  // slices fill that wave (at small M it is the only wave). A split unit
+  // pays a serial tail (its partial tile written, fenced, counted, then
+  // read and summed by the last slice): fitted to H200 timings of the
+  // 1/2/4-slice instances at M <= 512, about 12 K blocks' time (2.4-6.7
+  // us), where an unsplit tile's epilogue costs about 2. And the slices
+  // must fit that one wave: split units queued behind it run at other K
+  // offsets than their tile's first slices, so W is read from DRAM again
+  // (5120x17408, M=128, 64x128 tiles: 3 slices in 2 waves took 51 us
+  // against 38 us unsplit). So the count whose slices fit the last wave
+  // and minimize (K blocks per slice + that cost), plus one block per
+  // extra partial summed, wins; the fewest on a tie. (40 tiles of 136 K
+  // blocks on 132 SMs: 3 slices, 120 CTAs. 320 tiles: 264 whole, the last
+  // 56 in 2 slices.) A split call needs one counter per tile (zero before
+  // it, left zero after it: the runtime zeroes them once) and the slices'
+  // partial tiles (runtime/workspace.py sizes both for all tiles and
+  // SLICES, more than a call uses).
   static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12;
-  static int slices_for(long tiles, int kblocks, long max_units) {
+  struct Split {
+    int slices;  // K slices of each tile from `whole` on
+    long whole;  // the tiles that run whole
+  };
+  static Split split_for(long tiles, int kblocks, long max_units) {
+    Split plan{1, tiles};
+    const long rest = tiles % max_units;  // the last wave's tiles (0: every wave is full)
+    if (C::SLICES == 1 || rest == 0) return plan;
     const int most = C::SLICES < kblocks ? C::SLICES : kblocks;
-    int best = 1;
-    long best_cost = (tiles + max_units - 1) / max_units * (kblocks + kUnitCostBlocks);
-    for (int s = 2; s <= most && tiles * s <= max_units; ++s) {
+    long best_cost = kblocks + kUnitCostBlocks;  // the last wave unsplit
+    for (int s = 2; s <= most && rest * s <= max_units; ++s) {
       const long cost = (kblocks + s - 1) / s + kSplitUnitCostBlocks + (s - 1);
       if (cost < best_cost) {
-        best = s;
+        plan = Split{s, tiles - rest};
         best_cost = cost;
       }
     }
-    return best;
+    return plan;
   }
 
-  // The slices a call at (M, N, K) on sm_count SMs uses (what prepare puts
+  // The split a call at (M, N, K) on sm_count SMs uses (what prepare puts
   // in Params; the runtime reports it and the tests check the rule).
-  static int slices_at(int M, int N, int K, int sm_count) {
-    if (M < 1 || N < 1 || K < kBlockK || sm_count < C::CLUSTER) return 0;
+  static bool split_at(int M, int N, int K, int sm_count, Split& plan) {
+    if (M < 1 || N < 1 || K < kBlockK || sm_count < C::CLUSTER) return false;
     const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-    return C::SLICES > 1 ? slices_for(tiles, K / kBlockK, sm_count / C::CLUSTER) : 1;
+    plan = split_for(tiles, K / kBlockK, sm_count / C::CLUSTER);
+    return true;
   }
 
   static size_t params_size() { return sizeof(Params); }
@@ -688,20 +711,23 @@ struct Shim {
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
     const long tiles = long(p.tiles_m) * p.tiles_n;
-    p.slices = slices_at(M, N, K, sm_count);
+    Split plan;
+    if (!split_at(M, N, K, sm_count, plan)) return kCannotImplement;
+    p.slices = plan.slices;
+    p.whole = int(plan.whole);
     if (p.slices > 1) {
       if (!counters || counter_slots < size_t(tiles) || !partials ||
-          partial_bytes < size_t(tiles) * p.slices * C::BM * C::BN * 4)
+          partial_bytes < size_t(tiles - plan.whole) * p.slices * C::BM * C::BN * 4)
         return kNeedWorkspace;
       p.counters = counters;
       p.partials = partials;
     }
     // persistent: at most one CTA per SM (for clusters, sm_count is what the
     // runtime's max-active-clusters query says runs at once), whole clusters
-    const long units = long((p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M) *
-                       ((p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N) * p.slices;
+    const long units = C::SLICES > 1 ? plan.whole + (tiles - plan.whole) * plan.slices
+                                     : long((p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M) *
+                                           ((p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N);
     const long max_units = sm_count / C::CLUSTER;
-    if (max_units < 1) return kCannotImplement;
     grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
@@ -715,7 +741,13 @@ struct Shim {
 #define FP8GEN_WGMMA_SHIM_EXPORTS(SYM, SHIM)                                                                   \
   extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
   extern "C" void SYM##_info(int* threads, int* smem, int* cluster) { SHIM::info(threads, smem, cluster); }  \
-  extern "C" int SYM##_slices(int M, int N, int K, int sm_count) { return SHIM::slices_at(M, N, K, sm_count); } \
+  extern "C" int SYM##_split(int M, int N, int K, int sm_count, int* slices, long* whole) {                \
+    typename SHIM::Split plan;                                                                               \
+    if (!SHIM::split_at(M, N, K, sm_count, plan)) return 0;                                                  \
+    *slices = plan.slices;                                                                                   \
+    *whole = plan.whole;                                                                                     \
+    return 1;                                                                                                \
+  }                                                                                                          \
   extern "C" int SYM##_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w, \
                                const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {  \
     return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);                       \
