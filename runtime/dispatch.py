@@ -56,12 +56,13 @@ def fits_shape(e: KernelEntry, n: int, k: int) -> bool:
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
     """Smallest tile height that covers m in one tile row, else the largest;
     among equal heights the widest tile (fewer, longer weight streams); among
-    equal tiles a generic one before a shape-specialized twin (only a
-    measurement, through the table, prefers that), then the one without a
-    CTA cluster (a 2-CTA pair along M leaves one CTA idle when a single tile
-    row covers m, and the rule cannot tell)."""
+    equal tiles a generic one before a shape-specialized twin and an
+    unsplit one before a K-slicing twin (only a measurement, through the
+    table, prefers those), then the one without a CTA cluster (a 2-CTA pair
+    along M leaves one CTA idle when a single tile row covers m, and the
+    rule cannot tell)."""
     by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e), bool(e.constraints.get("fixed_n")),
-                                              math.prod(e.cluster)))
+                                              int(e.constraints.get("k_slices", 1)), math.prod(e.cluster)))
     for e in by_bm:
         if tile_rows(e) >= m:
             return e
