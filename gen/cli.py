@@ -97,7 +97,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from runtime import manifest, select
+    from runtime import manifest, select, splitk
     from runtime.env import knobs
     from runtime.hardware import load_hardware
 
@@ -115,7 +115,28 @@ def cmd_explain(args) -> int:
     print(f"arch {args.arch}: manifest {manifest_path(args.arch).relative_to(REPO_ROOT)}, "
           f"levers from hardware/{args.arch}/HARDWARE.toml [defaults]")
     print(d.explain(), end="")
+    picked = next((e for e in kernels if e.name == d.instance), None)
+    if picked is not None and splitk.is_split(picked):
+        print(_split_plan(picked, d.m, d.shard.n, d.shard.k, args.sms))
     return 0
+
+
+def _split_plan(entry, m: int, n: int, k: int, sms: int) -> str:
+    """How a split-K instance cuts K at this shard, from its host shim's rule."""
+    from runtime.errors import LaunchError, LoadError
+    from runtime.loader import HostShim
+
+    try:
+        slices, whole = HostShim(build_dir() / entry.shim, entry).k_split(m, n, k, sms)
+    except LoadError as e:
+        return f"K split: unknown ({e}; run `python -m gen build --arch {entry.arch}`)"
+    except LaunchError as e:
+        return f"K split: {e}"
+    tiles = -(-m // entry.constraints["tile_m"]) * -(-n // entry.constraints["tile_n"])
+    if slices == 1:
+        return f"K split on {sms} SMs: none ({tiles} tiles run whole)"
+    return (f"K split on {sms} SMs: {whole} of {tiles} tiles run whole, the last {tiles - whole} in {slices} "
+            f"K slices each")
 
 
 ALL_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major", "nvfp4_to_fp8", "fp8_dequant",
@@ -304,6 +325,8 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: the rule sees one rank's shard")
     ex.add_argument("--parallel", default="column", choices=["column", "row"],
                     help="column-parallel shards n (n/tp), row-parallel shards k (k/tp); default column")
+    ex.add_argument("--sms", type=int, default=132,
+                    help="SMs the GPU runs CTAs on, for a split-K instance's plan (default 132: H100/H200 SXM)")
     ex.set_defaults(func=cmd_explain)
 
     be = sub.add_parser("bench", help="time every arm against cuBLASLt block scaling, torch bf16 and a copy (GPU)",

@@ -222,3 +222,24 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
     # a call the instance cannot run
     with pytest.raises(LaunchError):
         split(64, 0, 128, 256, 132)
+
+
+def test_explain_prints_a_split_instance_plan(sm90a_built, capsys, monkeypatch):
+    """`gen explain` says how the chosen split-K instance cuts K (its shim's
+    rule, asked without a GPU)."""
+    import dataclasses
+
+    import runtime.hardware as hardware_module
+    from gen.cli import main
+
+    split = "w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_t2_x4_sm90a"
+    row = {"n": 5120, "k": 17408, "m_max": 2**31 - 1, "instance": split}
+    real = hardware_module.load_hardware
+    monkeypatch.setattr(hardware_module, "load_hardware", lambda arch: dataclasses.replace(
+        real(arch), dispatch={**real(arch).dispatch, "w8a8_fast": [row]}))
+    assert main(["explain", "--m", "128", "--n", "5120", "--k", "17408"]) == 0
+    out = capsys.readouterr().out
+    assert f"instance: {split}" in out
+    assert "K split on 132 SMs: 0 of 40 tiles run whole, the last 40 in 3 K slices each" in out
+    assert main(["explain", "--m", "128", "--n", "5120", "--k", "17408", "--sms", "40"]) == 0
+    assert "K split on 40 SMs: none (40 tiles run whole)" in capsys.readouterr().out
