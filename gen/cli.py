@@ -209,7 +209,13 @@ def cmd_tune(args) -> int:
     except ValueError:
         rel = record
     provenance = f"measured: {doc['gpu']}, {doc['date']}, {rel} (gen tune, git {doc['git_sha'][:10]})"
-    text = tune.tuned_text(tune.derive_levers(doc["rows"]), tune.derive_dispatch(doc["rows"]), provenance)
+    from runtime import manifest
+
+    _, entries = manifest.load(manifest_path(args.arch))
+    rows, gone = tune.built_only(doc["rows"], {e.name for e in entries})
+    if gone:
+        print(f"left out {len(gone)} measured instance(s) no longer built: {', '.join(gone)}", file=sys.stderr)
+    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows), provenance)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
     except ValueError as e:

@@ -7,7 +7,8 @@ import pytest
 from gen.bench import tune
 from runtime import dispatch
 from runtime.hardware import load_hardware
-from runtime.paths import hardware_toml
+from runtime import manifest
+from runtime.paths import hardware_toml, manifest_path
 
 
 def row(impl, kernel, M, N, K, us, op="gemm"):
@@ -71,14 +72,17 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
         pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
     doc = json.loads(record.read_text())
     table = load_hardware("sm_90a").dispatch
+    # (the record may hold an instance dropped since; gen tune leaves it out too)
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    rows, _ = tune.built_only(doc["rows"], {e.name for e in entries})
     checked = 0
     for family in tune.TUNED_FAMILIES:
-        for (n, k, m), times in tune._times(doc["rows"], family).items():
+        for (n, k, m), times in tune._times(rows, family).items():
             if len(times) > 1:
                 assert dispatch.lookup(table, family, m, n, k) == min(times, key=times.get), (family, n, k, m)
                 checked += 1
     assert checked > 0
-    levers = tune.derive_levers(doc["rows"])
+    levers = tune.derive_levers(rows)
     defaults = load_hardware("sm_90a").defaults
     for lever, (cap, _) in levers.items():
         assert defaults.get(lever) == cap
@@ -98,3 +102,12 @@ def test_a_shape_specialized_instance_wins_only_its_own_shape():
     # its shape alone in its class: the class rule still goes to the generic one
     table = tune.derive_dispatch([r for r in rows if r["N"] == 4096])["w8a8_wgmma"]
     assert {r["instance"] for r in table if "shape_class" in r} == {"generic"}
+
+
+def test_instances_no_longer_built_are_left_out():
+    rows = [row("w8a8_wgmma", "kept", 64, 4096, 1024, 2), row("w8a8_wgmma", "dropped", 64, 4096, 1024, 1),
+            row("cublaslt_block", "torch._scaled_mm", 64, 4096, 1024, 3)]
+    kept, gone = tune.built_only(rows, {"kept"})
+    assert gone == ["dropped"] and [r["kernel"] for r in kept] == ["kept", "torch._scaled_mm"]
+    table = tune.derive_dispatch(kept)["w8a8_wgmma"]
+    assert {r["instance"] for r in table} == {"kept"}

@@ -8,7 +8,7 @@ import collections
 import math
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from runtime.dispatch import shape_class
 from runtime.select import LEVER_NARROWING, LEVER_WIDENING
@@ -46,6 +46,15 @@ def _runs(winners: List[Tuple[int, str]]) -> List[Dict]:
         if last or winners[i + 1][1] != inst:
             rules.append({"m_max": LAST_BUCKET if last else m, "instance": inst})
     return rules
+
+
+def built_only(rows: List[Dict], built: Set[str]) -> Tuple[List[Dict], List[str]]:
+    """The record's rows without those of fp8gen instances that are no longer
+    built (a record can outlive a dropped instance; a table must not route to
+    it), and the names left out."""
+    ours = set(TUNED_FAMILIES) | set(FAST_FAMILIES)
+    gone = sorted({r["kernel"] for r in rows if r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built})
+    return [r for r in rows if not (r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built)], gone
 
 
 def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
