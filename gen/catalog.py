@@ -10,6 +10,7 @@ import dataclasses
 import re
 from typing import Any, ClassVar, Dict, List, Tuple, Type
 
+from gen.bench.grid import parse_shapes
 from runtime.hardware import Hardware, load_hardware
 from runtime.errors import CatalogError
 
@@ -560,15 +561,6 @@ _FIELD_ALIASES = {"threads": "threads_per_block"}
 _INJECTED = {"cutlass_arch"}
 
 
-def parse_shape(text: str, where: str) -> Tuple[int, int]:
-    """'7168x2048' -> (7168, 2048): a projection's N x K."""
-    try:
-        n, k = (int(v) for v in str(text).lower().split("x"))
-    except ValueError:
-        raise CatalogError(f"{where}: a shape is 'NxK' (e.g. '7168x2048'), got {text!r}") from None
-    return n, k
-
-
 def _specialized(arch: str, hw) -> List[KernelSpec]:
     """HARDWARE.toml [[specialize.<family>]]: a model's projection shapes, each
     built as an instance with N and K fixed at compile time from the listed
@@ -588,7 +580,10 @@ def _specialized(arch: str, hw) -> List[KernelSpec]:
             if unknown:
                 raise CatalogError(f"{where}: unknown keys {sorted(unknown)}")
             for text in row["shapes"]:
-                n, k = parse_shape(text, where)
+                try:
+                    (n, k), = parse_shapes(str(text))
+                except ValueError as e:
+                    raise CatalogError(f"{where}: {e} (a shape is 'NxK', e.g. '7168x2048')") from None
                 spec = cls(arch=arch, fixed_n=n, fixed_k=k, **kwargs)
                 spec.check(hw)
                 specs.append(spec)
