@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
+from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
 
 
@@ -77,7 +78,8 @@ def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str,
     family = candidates[0].family
     candidates = [e for e in candidates if fits_shape(e, n, k)]
     if not candidates:
-        raise LookupError(f"no {family} instance runs n={n}, k={k}")
+        raise ValidationError(f"no {family} instance runs n={n}, k={k} (only shape-specialized ones for other "
+                              "shapes are built)")
     name = lookup(dispatch, family, m, n, k)
     for e in candidates:
         if e.name == name:

@@ -283,6 +283,8 @@ def test_a_shape_specialized_instance_serves_only_its_own_shape(sm90a_entries):
             assert not choose(fam, {}, m, n, k).constraints.get("fixed_n")  # generic first, even at its shape
     twin = next(x for x in fam if x.name == e.name.replace("_for7168x2048", ""))
     assert choose([e, twin], {}, 64, 7168, 2048).name == twin.name  # whatever the order
+    with pytest.raises(ValidationError, match="no w8a8_wgmma instance runs n=7168, k=1024"):
+        choose([e], {}, 64, 7168, 1024)  # only specialized instances, none for this shape
     table = {select.FAST_TABLE: rows}
     assert decide(sm90a_entries, m=64, n=7168, k=2048, dispatch=table).instance == e.name
     d = decide(sm90a_entries, m=64, n=7168, k=1024, dispatch=table)
