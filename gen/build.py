@@ -108,7 +108,8 @@ def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifes
         params=spec.params(), constraints=constraints,
         source=display(source_path(spec)),
         source_sha256=hashlib.sha256(source_text.encode()).hexdigest(),
-        cubin=f"{arch}/{cubin.name}", cubin_sha256=_sha256(cubin), shim=shim, shim_sha256=shim_sha)
+        cubin=f"{arch}/{cubin.name}", cubin_sha256=_sha256(cubin), shim=shim, shim_sha256=shim_sha,
+        pdl=spec.pdl)
 
 
 def _targets(spec: KernelSpec, source: str, arch: str, flags: List[str], tc: Toolchain) -> List[NinjaTarget]:

@@ -44,6 +44,10 @@ class KernelSpec:
     # host shim from the same source, which the runtime calls through ctypes
     # for Params and the grid, and which reports threads and shared memory.
     host_shim: ClassVar[bool] = False
+    # Launched with programmatic dependent launch: the kernel calls
+    # ptx::grid_dependency_wait() before any global access, so it may start
+    # while the kernel before it on the stream finishes (runtime/launch.py).
+    pdl: ClassVar[bool] = False
 
     # -- identity ---------------------------------------------------------
     def tag(self) -> str:
@@ -433,6 +437,7 @@ class W8A8WgmmaSpec(KernelSpec):
     out_dtype: ClassVar[str] = "bfloat16"
     abi_ctypes: ClassVar[Tuple[Tuple[str, str], ...]] = (("params", "blob"),)
     host_shim: ClassVar[bool] = True
+    pdl: ClassVar[bool] = True
     scale_mode: ClassVar[str] = "kScaleBlock"  # wgmma_gemm::ScaleMode
 
     def template_vars(self) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ class Knobs:
     # meaning "on" is less of a trap than a kill switch that silently is not.
     w8a16_only: bool = False
     fp8_single_scale: bool = False
+    no_pdl: bool = False
     # Paths for gen and the loader.
     nvcc: Optional[Path] = None
     cuda_home: Optional[Path] = None
@@ -27,6 +28,7 @@ class Knobs:
 DOCS = {
     "FP8GEN_W8A16_ONLY": "presence: route every projection to W8A16 (operator kill switch)",
     "FP8GEN_FP8_SINGLE_SCALE": "presence: disable block-scaled W8A8 prefill",
+    "FP8GEN_NO_PDL": "presence: launch every kernel without programmatic dependent launch (A/B timing, debugging)",
     "FP8GEN_NVCC": "path of the nvcc gen compiles with (overrides the pinned pip nvcc)",
     "CUDA_HOME": "toolkit root; its bin/nvcc overrides the pinned pip nvcc (after FP8GEN_NVCC)",
     "FP8GEN_BUILD_DIR": "where cubins are built and loaded from (default: <repo>/build)",
@@ -41,6 +43,7 @@ def read_environment(environ=os.environ) -> Knobs:
     return Knobs(
         w8a16_only="FP8GEN_W8A16_ONLY" in environ,
         fp8_single_scale="FP8GEN_FP8_SINGLE_SCALE" in environ,
+        no_pdl="FP8GEN_NO_PDL" in environ,
         nvcc=_path(environ.get("FP8GEN_NVCC")),
         cuda_home=_path(environ.get("CUDA_HOME")),
         build_dir=_path(environ.get("FP8GEN_BUILD_DIR")),

@@ -6,6 +6,7 @@ import ctypes
 from typing import Dict
 
 from runtime.driver import check, driver
+from runtime.env import knobs
 from runtime.errors import LaunchError
 from runtime.loader import LoadedKernel
 
@@ -66,15 +67,24 @@ def launch_config(kernel: LoadedKernel, grid, stream=None):
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = kernel.entry.threads, 1, 1
     cfg.sharedMemBytes = kernel.entry.dynamic_smem
     cfg.hStream = driver.CUstream(stream_handle(stream))
+    attrs = []
     cluster = kernel.entry.cluster
     if tuple(cluster) != (1, 1, 1):
         attr = driver.CUlaunchAttribute()
         attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
         attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-        cfg.attrs = [attr]
-        cfg.numAttrs = 1
-    else:
-        cfg.numAttrs = 0
+        attrs.append(attr)
+    if kernel.entry.pdl and not knobs().no_pdl:
+        # The kernel may launch while the previous one on the stream runs
+        # (its CTAs take SMs as they free up, its prologue overlaps that
+        # kernel's tail); it waits for that kernel's memory itself.
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    if attrs:
+        cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
     return cfg
 
 

@@ -4,7 +4,8 @@ emitted/<arch>/manifest.json = {"schema": 1, "arch", "compute_capability",
 "toolchain": {...},
 "kernels": [entry, ...]}; an entry records the family, name, symbol, the
 parameter ABI, launch resources (threads, cluster, smem, registers, spills),
-the instance's constraints, the source and its sha256, the cubin and its sha256.
+the instance's constraints, the source and its sha256, the cubin and its sha256,
+and whether it launches with programmatic dependent launch.
 """
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ class KernelEntry:
     cubin_sha256: str
     shim: str = ""              # host shim library (CUTLASS instances), relative to the build directory
     shim_sha256: str = ""
+    # launched with programmatic dependent launch (the kernel waits on the
+    # previous grid itself before touching global memory)
+    pdl: bool = False
 
     def to_json(self) -> Dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -102,6 +102,11 @@ def test_merge_refuses_other_setups_and_points_measured_twice():
     a = _record("aaa", [(2112, 7168)])
     with pytest.raises(ValueError, match="driver"):
         merge([a, _record("bbb", [(4096, 7168)], driver="12.8")])
+    # timings with and without programmatic dependent launch are not one setup
+    # (a record from before the field existed was made without it)
+    with pytest.raises(ValueError, match="pdl"):
+        merge([a, _record("bbb", [(4096, 7168)], pdl=True)])
+    assert merge([_record("aaa", [(2112, 7168)], pdl=False), _record("bbb", [(4096, 7168)])])[0]["pdl"] is False
     with pytest.raises(ValueError, match="measure each GEMM point once"):
         merge([a, _record("bbb", [(2112, 7168)])])
     with pytest.raises(ValueError, match="two or more"):

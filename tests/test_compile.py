@@ -124,6 +124,33 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         assert e.shim and (build_dir() / e.shim).is_file() and e.constraints["params_bytes"] > 0
 
 
+# Instructions that touch global memory (shared-memory LDS/STS/LDSM excluded).
+GLOBAL_ACCESS = re.compile(r"\b(LDG|STG|ATOMG?|RED|LD|ST|UTMALDG|UTMASTG|UBLKCP|UTMAPF)\b")
+
+
+def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
+    """A kernel the runtime launches with programmatic dependent launch may
+    start while the previous kernel still writes its inputs: its SASS must
+    wait for that grid (griddepcontrol.wait: ACQBULK) before its first
+    global load, store, atomic or bulk copy. The flag and the code agree:
+    an entry waits exactly when the manifest says it launches with PDL."""
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    assert {e.family for e in entries if e.pdl} == {"w8a8_wgmma", "w8a8_tensor", "w8a8_row"}
+    for e in entries:
+        lines = sass(sm90a_built / f"{e.name}.cubin").splitlines()
+        wait = next((i for i, line in enumerate(lines) if "ACQBULK" in line), None)
+        assert (wait is not None) == e.pdl, f"{e.name}: waits={wait is not None}, manifest pdl={e.pdl}"
+        if e.pdl:
+            first = next(i for i, line in enumerate(lines) if GLOBAL_ACCESS.search(line.split(";")[0]))
+            assert wait < first, f"{e.name}: {lines[first].strip()} before the grid dependency wait"
+    quant = [e for e in entries if e.family == "quant_group"]
+    assert quant and all("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
+        "the quantizer lets the GEMM after it launch early (griddepcontrol.launch_dependents)"
+
+
 @pytest.mark.parametrize("arch", sorted(MMA_SASS))
 def test_w8a8_mma_sass(arch):
     # A smoke subset for the arches CI does not build whole: the mma GEMMs.

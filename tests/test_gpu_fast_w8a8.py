@@ -158,3 +158,45 @@ def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
         ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
         assert ok, detail
     ws.close()
+
+
+# one instance of each kind of grid: split K, whole tiles, a 2-CTA cluster
+_WGMMA = [s for s in SPECS.values() if s.family == "w8a8_wgmma" and not s.fixed_n]
+PDL_CHAIN = [SPLIT[-1]] + [next(s.name for s in _WGMMA if s.kslices == 1 and s.bm == 128 and
+                                s.cluster_m * s.cluster_n == c) for c in (1, 2)]
+
+
+@pytest.mark.parametrize("instance", PDL_CHAIN)
+@pytest.mark.parametrize("M", [64, 1000])
+def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, instance, M):
+    """The pipeline the wgmma GEMMs launch into: the quantizer writes A and
+    its scales, lets the GEMM launch early (launch_dependents), and the GEMM
+    (launched with programmatic serialization) must wait for it before its
+    first load. Eight rounds reuse the same A buffers with no sync between
+    them, each into its own output: a GEMM that read A early would see the
+    round before's values, and its output would be wrong."""
+    from runtime import env
+
+    assert rt._loaded[instance].entry.pdl and not env.knobs().no_pdl
+    N, K = 4096, 7168
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    ws = rt.workspace(M, K, max_n=N)
+    m_pad = -(-M // 4) * 4
+    a_q = torch.empty(M, K, dtype=torch.uint8, device="cuda")
+    a_s = torch.empty(K // 128, m_pad, dtype=torch.float32, device="cuda")
+    xs = [with_outliers((M, K), gen).to(torch.bfloat16) for _ in range(8)]
+    outs = [torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda") for _ in xs]
+    torch.cuda.synchronize()
+    for x, out in zip(xs, outs):
+        rt.quant_group(x, a_q, a_s, mn_major=True)
+        rt.w8a8_wgmma(a_q, a_s, w_q, w_s, out, instance=instance, workspace=ws)
+    torch.cuda.synchronize()
+    W = dequant_weight(w_q, w_s)
+    for i, (x, out) in enumerate(zip(xs, outs)):
+        q = torch.empty(M, K, dtype=torch.uint8, device="cuda")
+        s = torch.empty(M, K // 128, dtype=torch.float32, device="cuda")
+        rt.quant_group(x, q, s, mn_major=False)
+        A = dequant_act(q, s)
+        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+        assert ok, f"round {i}: {detail}"
+    ws.close()

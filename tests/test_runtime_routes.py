@@ -248,3 +248,33 @@ def test_a_shape_specialized_instance_refuses_another_shape(fake):
                 rt.w8a8_wgmma(a, s, w, ws_, out, instance=fixed)
             rt.w8a8_wgmma(a, s, w, ws_, out)  # without a name: a generic instance
             assert launches[-1][1] != fixed
+
+
+def test_pdl_kernels_launch_with_programmatic_serialization(sm90a_entries):
+    """The wgmma GEMMs ask the driver to let them start while the previous
+    kernel on the stream finishes (they wait for it in the kernel); nothing
+    else does, and FP8GEN_NO_PDL turns it off."""
+    from runtime.driver import driver
+    from runtime.launch import launch_config
+
+    pdl_id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    cluster_id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+
+    def attrs(entry):
+        """{attribute id: its value's PDL flag}, read while the config lives
+        (the attribute objects point into its buffer)."""
+        cfg = launch_config(LoadedKernel(entry, None), (1, 1, 1))
+        return {a.id: int(a.value.programmaticStreamSerializationAllowed) for a in cfg.attrs[:cfg.numAttrs]}
+
+    entries = [e for es in sm90a_entries.values() for e in es]
+    gemm = next(e for e in sm90a_entries["w8a8_wgmma"] if tuple(e.cluster) == (1, 1, 1))
+    pair = next(e for e in sm90a_entries["w8a8_wgmma"] if tuple(e.cluster) != (1, 1, 1))
+    quant = sm90a_entries["quant_group"][0]
+    assert gemm.pdl and pair.pdl and not quant.pdl
+    assert {e.family for e in entries if e.pdl} == {"w8a8_wgmma", "w8a8_row", "w8a8_tensor"}
+    with env.override(no_pdl=False):
+        assert attrs(gemm) == {pdl_id: 1}
+        assert set(attrs(pair)) == {cluster_id, pdl_id}
+        assert attrs(quant) == {}
+    with env.override(no_pdl=True):
+        assert attrs(gemm) == {} and set(attrs(pair)) == {cluster_id}

@@ -10,7 +10,10 @@ from gen.bench.grid import validate_record
 
 # Fields that must agree: rows measured on different machines or software
 # cannot share one record (the peers' ratios would not mean anything).
-SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch")
+# (A record without "pdl" predates programmatic dependent launch: off.)
+SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch", "pdl")
+
+_ABSENT = {"pdl": False}
 
 
 def _runs(doc: Dict) -> List[Dict]:
@@ -37,7 +40,7 @@ def merge(docs: List[Dict]) -> Tuple[Dict, int]:
         validate_record(doc)
     first = docs[0]
     for i, doc in enumerate(docs[1:], start=2):
-        differ = [f for f in SAME_SETUP if doc.get(f) != first.get(f)]
+        differ = [f for f in SAME_SETUP if doc.get(f, _ABSENT.get(f)) != first.get(f, _ABSENT.get(f))]
         if differ:
             raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}: "
                              f"{[(f, first.get(f), doc.get(f)) for f in differ]}")

@@ -28,6 +28,7 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     from runtime import manifest
     from runtime.driver import check, driver
     from runtime.paths import manifest_path
+    from runtime.env import knobs
 
     hw = load_hardware(arch)
     rt = runtime.load(torch.cuda.current_device())
@@ -66,7 +67,11 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
     doc = {"gpu": props.name, "arch": arch, "date": datetime.date.today().isoformat(), "git_sha": git_sha,
            "nvcc": doc_manifest["toolchain"]["nvcc"], "driver": f"{drv // 1000}.{drv % 1000 // 10}",
-           "torch": torch.__version__, "seed": seed, "rows": [r.__dict__ for r in ctx.rows]}
+           "torch": torch.__version__, "seed": seed,
+           # whether fp8gen's kernels launched with programmatic dependent
+           # launch (back-to-back calls overlap launch and prologue; the peers
+           # do not): FP8GEN_NO_PDL turns it off for an A/B record
+           "pdl": not knobs().no_pdl, "rows": [r.__dict__ for r in ctx.rows]}
     report.write_json(doc, out)
     table = report.ratio_table(doc)
     if md:

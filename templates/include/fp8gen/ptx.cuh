@@ -8,6 +8,25 @@
 
 namespace fp8gen::ptx {
 
+// Programmatic dependent launch (sm_90+). A kernel launched with the
+// driver's programmatic-serialization attribute may start while the kernel
+// before it on the stream is still running: it must call
+// grid_dependency_wait() before it touches global memory that kernel may
+// write (or read). launch_dependents() lets the next such kernel start its
+// launch and prologue now. Both are no-ops for a launch without the
+// attribute, and compile to nothing before sm_90.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -119,6 +119,10 @@ template <int THREADS>
 __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, float* scale, int M, int K,
                                             int ld_scale, int mn_major, int ue8m0, float eps) {
   static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
+  // The GEMM that reads q and scale launches with programmatic serialization:
+  // let it start its launch and prologue now (it waits for this grid to
+  // finish before it reads anything).
+  ptx::launch_dependents();
   const QuantChunk c = quant_chunk(THREADS, M, K, ld_scale, mn_major);
   float f[kQuantElemsPerThread];
   load_bf16x16(f, x + c.index * kQuantElemsPerThread, c.valid);

@@ -234,6 +234,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
   else
     __syncthreads();
+  // Programmatic dependent launch: the barriers above were set up while the
+  // kernel before this one on the stream may still be running. Nothing in
+  // global memory is read or written before it has finished (it may have
+  // written A, the scales, or the split counters this call uses). The next
+  // kernel may start launching now; it cannot take this SM's resources
+  // before this CTA leaves, and it waits here the same way.
+  ptx::launch_dependents();
+  ptx::grid_dependency_wait();
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
