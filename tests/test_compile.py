@@ -146,6 +146,11 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
         if e.pdl:
             first = next(i for i, line in enumerate(lines) if GLOBAL_ACCESS.search(line.split(";")[0]))
             assert wait < first, f"{e.name}: {lines[first].strip()} before the grid dependency wait"
+            # and it lets the next call launch once its copies are issued
+            # (griddepcontrol.launch_dependents: PREEXIT), after its last load
+            trigger = [i for i, line in enumerate(lines) if "PREEXIT" in line]
+            loads = [i for i, line in enumerate(lines) if "UTMALDG" in line]
+            assert trigger and trigger[0] > loads[-1], f"{e.name}: no trigger after the copies"
     quant = [e for e in entries if e.family == "quant_group"]
     assert quant and all("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
         "the quantizer lets the GEMM after it launch early (griddepcontrol.launch_dependents)"
