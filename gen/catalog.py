@@ -362,6 +362,12 @@ class W8A8CutlassSpec(KernelSpec):
         "cooperative": ("coop", "kCooperative", (90, 120)), "pingpong": ("pp", "kPingpong", (90, 120)),
         "1sm": ("1sm", "k1Sm", (100,)), "2sm": ("2sm", "k2Sm", (100,))}
 
+    @property
+    def pdl(self) -> bool:  # type: ignore[override]
+        # CUTLASS's sm90 GEMM kernels wait on the previous grid when built with
+        # CUTLASS_ENABLE_GDC_FOR_SM90 (the template defines it for them)
+        return self.cutlass_arch == 90
+
     def tag(self) -> str:
         sched = self.SCHEDULES[self.schedule][0] if self.schedule in self.SCHEDULES else self.schedule
         return f"{self.tile_m}x{self.tile_n}x{BLOCK_K}_c{self.cluster_m}x{self.cluster_n}_{sched}"

@@ -162,14 +162,15 @@ def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
 
 # one instance of each kind of grid: split K, whole tiles, a 2-CTA cluster
 _WGMMA = [s for s in SPECS.values() if s.family == "w8a8_wgmma" and not s.fixed_n]
-PDL_CHAIN = [SPLIT[-1]] + [next(s.name for s in _WGMMA if s.kslices == 1 and s.bm == 128 and
-                                s.cluster_m * s.cluster_n == c) for c in (1, 2)]
+PDL_CHAIN = [("w8a8_wgmma", SPLIT[-1])] + [
+    ("w8a8_wgmma", next(s.name for s in _WGMMA if s.kslices == 1 and s.bm == 128 and s.cluster_m * s.cluster_n == c))
+    for c in (1, 2)] + [(f, i) for f, i in INSTANCES if f == "w8a8_cutlass"]
 
 
-@pytest.mark.parametrize("instance", PDL_CHAIN)
+@pytest.mark.parametrize("family,instance", PDL_CHAIN, ids=[i for _, i in PDL_CHAIN])
 @pytest.mark.parametrize("M", [64, 1000])
-def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, instance, M):
-    """The pipeline the wgmma GEMMs launch into: the quantizer writes A and
+def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, family, instance, M):
+    """The pipeline the fast GEMMs launch into: the quantizer writes A and
     its scales, lets the GEMM launch early (launch_dependents), and the GEMM
     (launched with programmatic serialization) must wait for it before its
     first load. Eight rounds reuse the same A buffers with no sync between
@@ -189,7 +190,7 @@ def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, instance, M):
     torch.cuda.synchronize()
     for x, out in zip(xs, outs):
         rt.quant_group(x, a_q, a_s, mn_major=True)
-        rt.w8a8_wgmma(a_q, a_s, w_q, w_s, out, instance=instance, workspace=ws)
+        _run(rt, family, instance, a_q, a_s, w_q, w_s, out, ws)
     torch.cuda.synchronize()
     W = dequant_weight(w_q, w_s)
     for i, (x, out) in enumerate(zip(xs, outs)):

@@ -271,7 +271,7 @@ def test_pdl_kernels_launch_with_programmatic_serialization(sm90a_entries):
     pair = next(e for e in sm90a_entries["w8a8_wgmma"] if tuple(e.cluster) != (1, 1, 1))
     quant = sm90a_entries["quant_group"][0]
     assert gemm.pdl and pair.pdl and not quant.pdl
-    assert {e.family for e in entries if e.pdl} == {"w8a8_wgmma", "w8a8_row", "w8a8_tensor"}
+    assert {e.family for e in entries if e.pdl} == {"w8a8_wgmma", "w8a8_row", "w8a8_tensor", "w8a8_cutlass"}
     with env.override(no_pdl=False):
         assert attrs(gemm) == {pdl_id: 1}
         assert set(attrs(pair)) == {cluster_id, pdl_id}

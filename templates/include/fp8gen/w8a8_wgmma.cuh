@@ -234,20 +234,23 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
   else
     __syncthreads();
-  // Programmatic dependent launch: the barriers above were set up while the
-  // kernel before this one on the stream may still be running. Nothing in
-  // global memory is read or written before it has finished (it may have
-  // written A, the scales, or the split counters this call uses).
+  // Programmatic dependent launch: the barriers above were set up, and the
+  // tensor maps (kernel parameters, which no kernel writes) are fetched,
+  // while the kernel before this one on the stream may still be running.
+  // Nothing in global memory is read or written before it has finished (it
+  // may have written A, the scales, or the split counters this call uses).
+  if (threadIdx.x == C::MATH_WG * 128) {
+    ptx::prefetch_tensormap(&p.tma_a);
+    ptx::prefetch_tensormap(&p.tma_w);
+    if constexpr (C::BLOCK_SCALES) ptx::prefetch_tensormap(&p.tma_sa);
+    if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
+  }
   ptx::grid_dependency_wait();
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
     ptx::setmaxnreg_dec<C::PRODUCER_REGS>();
     if (threadIdx.x == C::MATH_WG * 128) {
-      ptx::prefetch_tensormap(&p.tma_a);
-      ptx::prefetch_tensormap(&p.tma_w);
-      if constexpr (C::BLOCK_SCALES) ptx::prefetch_tensormap(&p.tma_sa);
-      if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
       int stage = 0;
       uint32_t phase = 0;
       for (int unit = first_unit; unit < units; unit += unit_step) {
@@ -592,8 +595,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     }
   }
-  // the CTA's shared memory must outlive the last stores' reads of it
-  if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait<0>();
+  // The CTA's shared memory must outlive the last stores' reads of it. Only
+  // the reads: the writes complete as part of the grid (the next kernel's
+  // grid-dependency wait, or the stream, sees them), so the CTA leaves
+  // without waiting a round trip to L2 at the end of every call.
+  if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait_read<0>();
   }
   // no CTA leaves while its peer may still arrive on its barriers
   if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
