@@ -436,6 +436,9 @@ class W8A8WgmmaSpec(KernelSpec):
     # HARDWARE.toml's [[specialize.w8a8_wgmma]] lists them per model
     fixed_n: int = 0
     fixed_k: int = 0
+    # split K inside a cluster of cluster_k CTAs (2 or 4), summed through
+    # distributed shared memory in rank 0 (no workspace)
+    cluster_k: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -457,8 +460,9 @@ class W8A8WgmmaSpec(KernelSpec):
         cluster = f"_c{self.cluster_m}x{self.cluster_n}" if self.cluster_m * self.cluster_n > 1 else ""
         boxes = f"_o{self.out_boxes}" if self.out_boxes else ""
         fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
+        ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{boxes}{fixed}")
+                f"{cluster}{ck}{boxes}{fixed}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -476,8 +480,9 @@ class W8A8WgmmaSpec(KernelSpec):
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
         slice_flag = 16 if self.kslices > 1 else 0
+        cluster_sums = (self.cluster_k - 1) * self.bm * self.bn * 4 + (16 if self.cluster_k > 1 else 0)
         return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
-                + 2 * self.stages * 8 + slice_flag + 1024)
+                + cluster_sums + 2 * self.stages * 8 + slice_flag + 1024)
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
@@ -486,6 +491,8 @@ class W8A8WgmmaSpec(KernelSpec):
                  "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
         if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
+        if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
+            found.update(min_k=self.cluster_k * BLOCK_K)
         return found
 
     def check(self, hw: Hardware) -> None:
@@ -521,6 +528,11 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a cluster is 1x1, 2x1 or 1x2 CTAs")
         if self.cluster_m * self.cluster_n > 1 and (self.ksplit > 1 or self.kslices > 1):
             raise CatalogError(f"{self.name}: a 2-CTA cluster runs without a K split")
+        if self.cluster_k not in (1, 2, 4) or (self.cluster_k > 1 and (
+                self.cluster_m * self.cluster_n > 1 or self.ksplit > 1 or self.kslices > 1)):
+            raise CatalogError(f"{self.name}: cluster_k is 1, or 2 or 4 as the only K split and the only cluster")
+        if self.cluster_k > 1 and self.scale_mode != "kScaleBlock":
+            raise CatalogError(f"{self.name}: cluster K splits are built for the block-scaled family only")
         if bool(self.fixed_n) != bool(self.fixed_k) or self.fixed_n < 0 or self.fixed_n % 8 or \
                 self.fixed_k < 0 or self.fixed_k % BLOCK_K:
             raise CatalogError(f"{self.name}: a shape-specialized instance fixes both N (a multiple of 8) and K "

@@ -49,9 +49,10 @@ def tile_cols(e: KernelEntry) -> int:
 
 def fits_shape(e: KernelEntry, n: int, k: int) -> bool:
     """Whether the instance runs an (n, k) projection: a shape-specialized one
-    (N and K fixed at compile time) only its own; the others any."""
+    (N and K fixed at compile time) only its own; a cluster K split only K of
+    at least one 128-K block per CTA (`min_k`); the others any."""
     fixed = e.constraints.get("fixed_n"), e.constraints.get("fixed_k")
-    return fixed == (None, None) or fixed == (n, k)
+    return (fixed == (None, None) or fixed == (n, k)) and k >= e.constraints.get("min_k", 0)
 
 
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
@@ -79,7 +80,7 @@ def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str,
     candidates = [e for e in candidates if fits_shape(e, n, k)]
     if not candidates:
         raise ValidationError(f"no {family} instance runs n={n}, k={k} (only shape-specialized ones for other "
-                              "shapes are built)")
+                              "shapes, or cluster K splits for larger K, are built)")
     name = lookup(dispatch, family, m, n, k)
     for e in candidates:
         if e.name == name:

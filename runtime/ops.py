@@ -148,6 +148,9 @@ def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int 
     for e in found:
         if e.name == instance:
             if N and not fits_shape(e, N, K):
+                if "min_k" in e.constraints:
+                    raise ValidationError(f"{e.name} splits K over a cluster and needs K >= "
+                                          f"{e.constraints['min_k']}; this call has K={K}")
                 raise ValidationError(f"{e.name} is built for N={e.constraints['fixed_n']}, "
                                       f"K={e.constraints['fixed_k']} only; this call has N={N}, K={K}")
             return e

@@ -119,6 +119,22 @@ def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=4, n_chunks=2).check(hw)
 
 
+def test_cluster_k_split_is_checked_and_sized():
+    hw = load_hardware("sm_90a")
+    ok = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, cluster_k=4)
+    ok.check(hw)
+    assert ok.name.endswith("_s10_g16_t2_ck4_sm90a") and ok.constraints()["min_k"] == 4 * 128
+    # rank 0 holds the three peers' 64x64 FP32 partial tiles (+ two barriers)
+    twin = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2)
+    assert ok.dynamic_smem - twin.dynamic_smem == 3 * 64 * 64 * 4 + 16 and "min_k" not in twin.constraints()
+    for bad in (dict(cluster_k=3), dict(cluster_k=2, kslices=2), dict(cluster_k=2, cluster_n=2),
+                dict(cluster_k=2, ksplit=2, temps=1)):
+        with pytest.raises(CatalogError, match="cluster_k"):
+            W8A8WgmmaSpec(arch="sm_90a", **{**dict(bm=64, bn=64, stages=10, temps=2), **bad}).check(hw)
+    with pytest.raises(CatalogError, match="shared memory|smem"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=8, temps=2, cluster_k=2).check(hw)
+
+
 def test_unknown_family_and_keys_in_hardware_toml(monkeypatch):
     real = catalog.load_hardware
 

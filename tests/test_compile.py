@@ -110,7 +110,14 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
             # the next block's group stays in flight while the last one is promoted
             assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text, f"{e.name}: no wgmma group kept in flight"
         assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0), e.name  # the TMA-store epilogue
-        if tuple(e.cluster) != (1, 1, 1):
+        if e.params.get("cluster_k", 1) > 1:
+            # the cluster K split: rank 0 gathers the peers' partial tiles
+            # through distributed shared memory (generic stores to the
+            # cluster window), once per tile, behind cluster barriers
+            assert tuple(e.cluster) == (e.params["cluster_k"], 1, 1), e.name
+            assert re.search(r"\bST\.E\b", text) and "MEMBAR.ALL.GPU" in text, f"{e.name}: no DSMEM hand-off"
+            assert "UTMALDG.2D.MULTICAST" not in text, e.name
+        elif tuple(e.cluster) != (1, 1, 1):
             # multicast copies, and no memory fence where the MMAs run: a
             # cluster-scope release on each remote arrive (MEMBAR.ALL.GPU per
             # warp per stage) halved these kernels' speed on the H200

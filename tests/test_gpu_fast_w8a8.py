@@ -127,6 +127,40 @@ def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws
     assert torch.equal(outs[2], outs[3]), "split-K sums differ between two runs on the same inputs"
 
 
+CLUSTER_K = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and s.cluster_k > 1]
+
+
+def test_cluster_k_instances_exist():
+    assert CLUSTER_K, "no cluster K split wgmma instance is built"
+
+
+@pytest.mark.parametrize("instance", CLUSTER_K)
+@pytest.mark.parametrize("M,K", [(100, 7168), (1000, 7168), (64, 640)])
+def test_cluster_k_split_is_deterministic_over_many_tiles(rt, gen, instance, M, K):
+    """The cluster K split hands each tile's partials to rank 0 through
+    shared memory behind two barriers whose phases alternate per tile: at
+    M=1000 each cluster reduces many tiles in turn (a stale phase would add
+    a partial twice or read one early). Each launch is correct and the same
+    inputs give the same bits. K=640 leaves 5 K blocks for 2 or 4 ranks
+    (uneven runs)."""
+    N = 2112
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    outs = []
+    for trial in range(4):
+        if trial < 3:  # fresh activations; the last trial repeats the third
+            a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+            a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
+            rt.scale_mn_major(a_s, a_s_mn)
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance)
+        torch.cuda.synchronize()
+        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+        assert ok, f"launch {trial}: {detail}"
+        outs.append(out)
+    assert torch.equal(outs[2], outs[3]), "cluster K split sums differ between two runs on the same inputs"
+
+
 def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
     """rt.linear through a split-K instance (the dispatch table names it),
     captured once in a CUDA graph and replayed on new activations: each
@@ -164,7 +198,7 @@ def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
 _WGMMA = [s for s in SPECS.values() if s.family == "w8a8_wgmma" and not s.fixed_n]
 PDL_CHAIN = [("w8a8_wgmma", SPLIT[-1])] + [
     ("w8a8_wgmma", next(s.name for s in _WGMMA if s.kslices == 1 and s.bm == 128 and s.cluster_m * s.cluster_n == c))
-    for c in (1, 2)] + [(f, i) for f, i in INSTANCES if f == "w8a8_cutlass"]
+    for c in (1, 2)] + [("w8a8_wgmma", CLUSTER_K[-1])] + [(f, i) for f, i in INSTANCES if f == "w8a8_cutlass"]
 
 
 @pytest.mark.parametrize("family,instance", PDL_CHAIN, ids=[i for _, i in PDL_CHAIN])

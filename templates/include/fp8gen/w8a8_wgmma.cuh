@@ -59,7 +59,7 @@ struct Params {
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
-          int FIXED_N_ = 0, int FIXED_K_ = 0>
+          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -77,7 +77,14 @@ struct Config {
   // shares each W box, along N (CLUSTER_N 2) each A box. Each CTA copies
   // half of the shared box and multicasts it to both, so L2 serves that
   // operand once per pair instead of twice.
-  static constexpr int CLUSTER_M = CLUSTER_M_, CLUSTER_N = CLUSTER_N_, CLUSTER = CLUSTER_M_ * CLUSTER_N_;
+  static constexpr int CLUSTER_M = CLUSTER_M_, CLUSTER_N = CLUSTER_N_, PAIR = CLUSTER_M_ * CLUSTER_N_;
+  // Split K inside a cluster (small M): the cluster's CLUSTER_K CTAs take
+  // one tile's K blocks in CLUSTER_K runs; ranks 1.. write their partial
+  // tiles into rank 0's shared memory (distributed shared memory) and rank 0
+  // adds them in rank order and stores the tile. No global workspace, no
+  // L2 round trips: the split tail is a shared-memory copy and a barrier.
+  static constexpr int CLUSTER_K = CLUSTER_K_;
+  static constexpr int CLUSTER = PAIR * CLUSTER_K;
   static constexpr int SCALE_MODE = SCALE_MODE_;
   // Shape-specialized (a model's projection): N and K fixed at compile time
   // (0: read from Params), so that the tile walk, the K loop's bounds and
@@ -110,8 +117,14 @@ struct Config {
   // bytes of slack to align the base.
   // (+16: the split-K "last slice" flag.)
   static constexpr int FLAG_BYTES = SLICES > 1 ? 16 : 0;
-  static constexpr int SMEM_BYTES =
-      STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + 2 * STAGES * 8 + FLAG_BYTES + 1024;
+  // The cluster split's partial tiles, (CLUSTER_K - 1) x BM x BN floats (in
+  // every CTA, so that the offsets agree; only rank 0's is written), and its
+  // two barriers (+16): "full" (the peers' partials are in) and "empty"
+  // (rank 0 has read them; one in each peer).
+  static constexpr int XRED_BYTES = (CLUSTER_K - 1) * BM * BN * 4;
+  static constexpr int XBAR_BYTES = CLUSTER_K > 1 ? 16 : 0;
+  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + XRED_BYTES +
+                                    2 * STAGES * 8 + FLAG_BYTES + XBAR_BYTES + 1024;
   static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + (BLOCK_SCALES ? SA_BYTES : 0);
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
@@ -141,8 +154,10 @@ struct Config {
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
                 "one or two column chunks (no K split), each a wgmma N");
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && KSPLIT == 1 && SLICES == 1),
+  static_assert(PAIR == 1 || (PAIR == 2 && KSPLIT == 1 && SLICES == 1),
                 "a 2-CTA cluster (one dimension), without a K split");
+  static_assert(CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && PAIR == 1 && KSPLIT == 1 && SLICES == 1),
+                "a cluster K split of 2 or 4 CTAs, the only K split and the only cluster");
   static_assert(BM / CLUSTER_N % 8 == 0 && BN / CLUSTER_M % 8 == 0, "shared boxes halve into 1024-byte pieces");
   static_assert(OUT_BOXES_ == 0 || (TMA_STORE && (BN / 64) % (OUT_BOXES_ > 0 ? OUT_BOXES_ : 1) == 0),
                 "staged boxes divide the row");
@@ -178,10 +193,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const uint32_t w_base = a_base + C::STAGES * C::A_BYTES;
   const uint32_t out_base = w_base + C::STAGES * C::W_BYTES;
   const uint32_t red_base = out_base + C::OUT_BYTES;
-  const uint32_t sa_base = red_base + C::RED_BYTES;
+  const uint32_t xred_base = red_base + C::RED_BYTES;
+  const uint32_t sa_base = xred_base + C::XRED_BYTES;
   const uint32_t bar_base = sa_base + C::STAGES * C::SA_STRIDE;
   auto full = [&](int s) { return bar_base + 8u * s; };
   auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
+  const uint32_t xfull = bar_base + 16u * C::STAGES + C::FLAG_BYTES, xempty = xfull + 8u;
 
   const int wg = threadIdx.x / 128;
   const int kblocks = (C::FIXED_K ? C::FIXED_K : p.K) / kBlockK;
@@ -208,7 +225,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
   auto work = [&](int unit, int& tile, int& slice, int& kb_begin, int& kb_end) {
-    if (unit < whole) {
+    if constexpr (C::CLUSTER_K > 1) {  // the cluster's tile, this CTA's run of its K blocks
+      tile = unit;
+      slice = int(rank);
+      kb_begin = slice * kblocks / C::CLUSTER_K;
+      kb_end = (slice + 1) * kblocks / C::CLUSTER_K;
+    } else if (unit < whole) {
       tile = unit;
       slice = 0;
       kb_begin = 0;
@@ -226,7 +248,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     for (int s = 0; s < C::STAGES; ++s) {
       ptx::mbar_init(full(s), 1);               // the producer's arrive (+ the copy bytes)
       // one arrive per math warp that reads the stage, in each CTA whose copies fill it
-      ptx::mbar_init(empty(s), C::ROW_WG * 4 * C::CLUSTER);
+      ptx::mbar_init(empty(s), C::ROW_WG * 4 * C::PAIR);
+    }
+    if constexpr (C::CLUSTER_K > 1) {
+      ptx::mbar_init(xfull, (C::CLUSTER_K - 1) * C::ROW_WG * 128);  // every math thread of each peer
+      ptx::mbar_init(xempty, C::ROW_WG * 4);                       // each math warp of rank 0
     }
     ptx::fence_barrier_init();
   }
@@ -298,6 +324,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int w_scale_rows = (N + 127) / 128;
   int stage = 0;
   uint32_t phase = 0;
+  uint32_t xtiles = 0;  // cluster split: tiles this CTA has reduced (the parity of its barriers)
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -352,7 +379,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
         if (lane == 0) {
           ptx::mbar_arrive(empty(s));
-          if constexpr (C::CLUSTER > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies land here too
+          if constexpr (C::PAIR > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies land here too
         }
       }
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
@@ -470,6 +497,36 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       ptx::named_barrier(15, C::MATH_WG * 128);  // the sums are read before the next tile writes them
       if (k_lane > 0) continue;
+    }
+
+    if constexpr (C::CLUSTER_K > 1) {
+      // Partials laid out [rank - 1][64-row slice][register][thread]: each
+      // register's stores from a warpgroup are 512 contiguous bytes.
+      constexpr uint32_t PARTIAL_BYTES = C::BM * C::BN * 4;
+      const uint32_t mine = xred_base + uint32_t(wg_row * NACC * 128 + threadIdx.x % 128) * 4;
+      if (rank > 0) {
+        // rank 0 has read this slot's previous partial; then write this one
+        // into its shared memory and release it there (each thread its own)
+        ptx::mbar_wait_cluster(xempty, (xtiles & 1) ^ 1);
+        const uint32_t remote = ptx::map_shared_rank(mine + (rank - 1) * PARTIAL_BYTES, 0);
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) ptx::st_shared_cluster(remote + i * 512, acc[i]);
+        ptx::mbar_arrive_release_cluster(xfull, 0);
+        ++xtiles;
+        continue;  // rank 0 stores the tile
+      }
+      ptx::mbar_wait_cluster(xfull, xtiles & 1);
+      const float* part = reinterpret_cast<const float*>(smem_raw + (mine - raw));
+#pragma unroll
+      for (int j = 0; j < C::CLUSTER_K - 1; ++j)  // in rank order: the same bits every run
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) acc[i] += part[j * (PARTIAL_BYTES / 4) + i * 128];
+      __syncwarp();  // this warp's reads are done: the peers may write the slots again
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 1; r < C::CLUSTER_K; ++r) ptx::mbar_arrive_release_cluster(xempty, r);
+      }
+      ++xtiles;
     }
 
     if constexpr (C::SLICES > 1) {
@@ -703,6 +760,7 @@ struct Shim {
                      size_t partial_bytes = 0) {
     if (cap < sizeof(Params)) return kBufferTooSmall;
     if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1) return kCannotImplement;
+    if (K / kBlockK < C::CLUSTER_K) return kCannotImplement;  // every rank of a cluster split takes a K block
     if ((C::FIXED_N && N != C::FIXED_N) || (C::FIXED_K && K != C::FIXED_K)) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
     if (!encoder()) return kNoDriver;
