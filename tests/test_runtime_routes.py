@@ -251,23 +251,26 @@ def test_a_shape_specialized_instance_refuses_another_shape(fake):
 
 
 def test_a_cluster_k_split_needs_a_k_block_per_cta(fake):
-    """A cluster K split of 4 CTAs runs K >= 512 only: the tile rule and the
-    table never give it less, and naming it for less is a ValidationError."""
+    """A cluster K split of c CTAs runs K >= c x 128 only: the tile rule and
+    the table never give it less, and naming it for less is a
+    ValidationError."""
     from runtime.dispatch import fits_shape
 
     rt, launches = fake
-    ck4 = next(e for es in rt.entries.values() for e in es if e.params.get("cluster_k") == 4)
-    assert fits_shape(ck4, 2112, 512) and not fits_shape(ck4, 2112, 384)
+    ck = next(e for es in rt.entries.values() for e in es if e.params.get("cluster_k", 1) > 1)
+    least = 128 * ck.params["cluster_k"]
+    assert ck.constraints["min_k"] == least
+    assert fits_shape(ck, 2112, least) and not fits_shape(ck, 2112, least - 128)
     m, n = 64, 2112
-    for k, ok in ((512, True), (384, False)):
+    for k, ok in ((least, True), (least - 128, False)):
         a, s, w, ws_, out = (arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
                              arr((-(-n // 128), k // 128), "f32"), arr((m, n), "bf16"))
         if ok:
-            rt.w8a8_wgmma(a, s, w, ws_, out, instance=ck4.name)
-            assert launches[-1][1] == ck4.name
+            rt.w8a8_wgmma(a, s, w, ws_, out, instance=ck.name)
+            assert launches[-1][1] == ck.name
         else:
-            with pytest.raises(runtime.ValidationError, match="needs K >= 512"):
-                rt.w8a8_wgmma(a, s, w, ws_, out, instance=ck4.name)
+            with pytest.raises(runtime.ValidationError, match=f"needs K >= {least}"):
+                rt.w8a8_wgmma(a, s, w, ws_, out, instance=ck.name)
 
 
 def test_pdl_kernels_launch_with_programmatic_serialization(sm90a_entries):
