@@ -96,6 +96,27 @@ def test_split_instances_exist():
     assert SPLIT, "no split-K wgmma instance is built"
 
 
+def _repeats_correct_and_identical(rt, gen, instance, M, N, K, ws=None):
+    """Four launches of one instance, each checked against float64: three on
+    fresh activations, the last repeating the third, whose bits must match
+    (the split sums are added in a fixed order)."""
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    outs = []
+    for trial in range(4):
+        if trial < 3:  # fresh activations; the last trial repeats the third
+            a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+            a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
+            rt.scale_mn_major(a_s, a_s_mn)
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance, workspace=ws)
+        torch.cuda.synchronize()
+        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+        assert ok, f"launch {trial}: {detail}"
+        outs.append(out)
+    assert torch.equal(outs[2], outs[3]), "the split sums differ between two runs on the same inputs"
+
+
 @pytest.mark.parametrize("instance", SPLIT)
 @pytest.mark.parametrize("M", [100, 1000])
 def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws, instance, M):
@@ -110,21 +131,7 @@ def test_split_k_is_deterministic_and_leaves_its_counters_zero(rt, gen, split_ws
         assert slices > 1 and whole == 0, (slices, whole)
     elif "128x128x128" in instance:
         assert slices > 1 and whole > 0, (slices, whole)
-    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
-    outs = []
-    for trial in range(4):
-        if trial < 3:  # fresh activations; the last trial repeats the third
-            a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
-            a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
-            rt.scale_mn_major(a_s, a_s_mn)
-        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance, workspace=split_ws)
-        torch.cuda.synchronize()
-        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
-        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
-        assert ok, f"launch {trial}: {detail}"
-        outs.append(out)
-    assert torch.equal(outs[2], outs[3]), "split-K sums differ between two runs on the same inputs"
+    _repeats_correct_and_identical(rt, gen, instance, M, N, K, split_ws)
 
 
 CLUSTER_K = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and s.cluster_k > 1]
@@ -144,21 +151,7 @@ def test_cluster_k_split_is_deterministic_over_many_tiles(rt, gen, instance, M, 
     inputs give the same bits. K=640 leaves 5 K blocks for 2 or 4 ranks
     (uneven runs)."""
     N = 2112
-    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
-    outs = []
-    for trial in range(4):
-        if trial < 3:  # fresh activations; the last trial repeats the third
-            a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
-            a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
-            rt.scale_mn_major(a_s, a_s_mn)
-        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        rt.w8a8_wgmma(a_q, a_s_mn, w_q, w_s, out, instance=instance)
-        torch.cuda.synchronize()
-        A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
-        ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
-        assert ok, f"launch {trial}: {detail}"
-        outs.append(out)
-    assert torch.equal(outs[2], outs[3]), "cluster K split sums differ between two runs on the same inputs"
+    _repeats_correct_and_identical(rt, gen, instance, M, N, K)
 
 
 def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
