@@ -165,9 +165,10 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
             trigger = [i for i, line in enumerate(lines) if "PREEXIT" in line]
             loads = [i for i, line in enumerate(lines) if "UTMALDG" in line]
             assert trigger and trigger[0] > loads[-1], f"{e.name}: no trigger after the copies"
-    quant = [e for e in entries if e.family == "quant_group"]
-    assert quant and all("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
-        "the quantizer lets the GEMM after it launch early (griddepcontrol.launch_dependents)"
+    quant = [e for e in entries if e.family in ("quant_group", "quant_silu_mul")]
+    assert {e.family for e in quant} == {"quant_group", "quant_silu_mul"}
+    assert all("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
+        "the quantizers let the GEMM after them launch early (griddepcontrol.launch_dependents)"
 
 
 @pytest.mark.parametrize("arch", sorted(MMA_SASS))
