@@ -439,6 +439,9 @@ class W8A8WgmmaSpec(KernelSpec):
     # split K inside a cluster of cluster_k CTAs (2 or 4), summed through
     # distributed shared memory in rank 0 (no workspace)
     cluster_k: int = 1
+    # walk the tiles along M in groups of group_n tile rows instead of along
+    # N in groups of group_n columns (name: _gm<group_n>)
+    walk_m: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -461,7 +464,8 @@ class W8A8WgmmaSpec(KernelSpec):
         boxes = f"_o{self.out_boxes}" if self.out_boxes else ""
         fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
-        return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{self.group_n}{split}{temps}{slices}{chunks}"
+        walk = "m" if self.walk_m else ""
+        return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}")
 
     @property

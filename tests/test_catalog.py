@@ -119,6 +119,21 @@ def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=4, n_chunks=2).check(hw)
 
 
+def test_walk_along_m_is_named_and_rendered():
+    """walk_m is its own instance (_gm<group_n>) and reaches the kernel's
+    Config; the default walk renders exactly as before (the committed
+    sources of every other instance stay byte-identical)."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    walk = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, walk_m=True)
+    walk.check(hw)
+    plain = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2)
+    assert walk.name.endswith("_s5_gm16_t2_sm90a") and plain.name.endswith("_s5_g16_t2_sm90a")
+    assert "1, 1, 0, 0, 0, 1, true>;" in render(walk)
+    assert "true>" not in render(plain) and "1, 1, 0>;" in render(plain)
+
+
 def test_cluster_k_split_is_checked_and_sized():
     hw = load_hardware("sm_90a")
     ok = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, cluster_k=4)

@@ -167,8 +167,9 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
             assert trigger and trigger[0] > loads[-1], f"{e.name}: no trigger after the copies"
     quant = [e for e in entries if e.family in ("quant_group", "quant_silu_mul")]
     assert {e.family for e in quant} == {"quant_group", "quant_silu_mul"}
-    assert all("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
-        "the quantizers let the GEMM after them launch early (griddepcontrol.launch_dependents)"
+    # the quantizers do not trigger early (quant_group.cuh says what that cost)
+    assert not any("PREEXIT" in sass(sm90a_built / f"{e.name}.cubin") for e in quant), \
+        "a quantizer lets the GEMM after it launch before its CTAs exit"
 
 
 @pytest.mark.parametrize("arch", sorted(MMA_SASS))

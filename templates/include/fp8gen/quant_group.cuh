@@ -119,10 +119,14 @@ template <int THREADS>
 __device__ __forceinline__ void quant_group(const __nv_bfloat16* x, uint8_t* q, float* scale, int M, int K,
                                             int ld_scale, int mn_major, int ue8m0, float eps) {
   static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
-  // The GEMM that reads q and scale launches with programmatic serialization:
-  // let it start its launch and prologue now (it waits for this grid to
-  // finish before it reads anything).
-  ptx::launch_dependents();
+  // No launch_dependents() here: the GEMM after this one (launched with
+  // programmatic serialization) may launch when these CTAs exit. Measured on
+  // the H200 (2026-11-29, M = 1193, N = 17408, K = 5120): with a trigger at
+  // the start, or after the loads, quant_group -> the 1-CTA CUTLASS 128x128
+  // GEMM took 218 us against 184 us without PDL and 182 us with PDL and no
+  // trigger (our 128x128 t2: 220 / 209 / 208 us; 2-CTA clusters were not
+  // slowed). Likely cause, not confirmed: the GEMM's persistent CTAs take
+  // SMs, and wait there, while this grid still has CTAs to place.
   const QuantChunk c = quant_chunk(THREADS, M, K, ld_scale, mn_major);
   float f[kQuantElemsPerThread];
   load_bf16x16(f, x + c.index * kQuantElemsPerThread, c.valid);

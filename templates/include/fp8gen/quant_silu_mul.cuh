@@ -16,7 +16,7 @@ __device__ __forceinline__ void quant_silu_mul(const __nv_bfloat16* gate, const 
                                                __nv_bfloat16* h, uint8_t* q, float* scale, int M, int K,
                                                int ld_scale, int mn_major, int ue8m0, float eps) {
   static_assert(THREADS % 32 == 0, "whole warps: the amax shuffle uses every lane");
-  ptx::launch_dependents();  // as quant_group: the down projection's GEMM may start launching
+  // (no launch_dependents(): see quant_group)
   const QuantChunk c = quant_chunk(THREADS, M, K, ld_scale, mn_major);
   float g[kQuantElemsPerThread], u[kQuantElemsPerThread], f[kQuantElemsPerThread];
   load_bf16x16(g, gate + c.index * kQuantElemsPerThread, c.valid);

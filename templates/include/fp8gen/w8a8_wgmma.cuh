@@ -59,7 +59,7 @@ struct Params {
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
-          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1>
+          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -86,6 +86,11 @@ struct Config {
   static constexpr int CLUSTER_K = CLUSTER_K_;
   static constexpr int CLUSTER = PAIR * CLUSTER_K;
   static constexpr int SCALE_MODE = SCALE_MODE_;
+  // The persistent walk: consecutive work units take neighbouring tiles
+  // along N in groups of GROUP_N tile columns (so that the tiles running at
+  // once share A and W in L2), or with WALK_M along M in groups of GROUP_N
+  // tile rows (CUTLASS's order when there are more tile columns than rows).
+  static constexpr bool WALK_M = WALK_M_;
   // Shape-specialized (a model's projection): N and K fixed at compile time
   // (0: read from Params), so that the tile walk, the K loop's bounds and
   // the weight-scale rows fold to constants; the shim refuses other shapes.
@@ -220,7 +225,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
   auto coords = [&](int tile, int& tm, int& tn) {
-    tile_coords(tile, pairs_m, pairs_n, C::GROUP_N, tm, tn);
+    if constexpr (C::WALK_M)
+      tile_coords(tile, pairs_n, pairs_m, C::GROUP_N, tn, tm);  // the same walk, M and N swapped
+    else
+      tile_coords(tile, pairs_m, pairs_n, C::GROUP_N, tm, tn);
     if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
