@@ -56,8 +56,12 @@ def ninja_text(*, nvcc: Path, include_dirs: Sequence[Path], gencode: Sequence[st
         "  description = nvcc $name",
         "",
         "rule shim",
-        "  command = $nvcc $shimflags $extra -DFP8GEN_CACHE_KEY=$key -MD -MF $out.d $in -o $out"
-        " > $log 2>&1 || { cat $log; exit 1; }",
+        # --keep-dir: nvcc names its intermediates after the source there, not
+        # tmpxft_<pid>_..., a name that ends up in the library (so the shim's
+        # bytes, and the manifest's sha256, changed with every build).
+        "  command = rm -rf $out.keep && mkdir $out.keep && $nvcc $shimflags $extra -DFP8GEN_CACHE_KEY=$key"
+        " --keep --keep-dir $out.keep -MD -MF $out.d $in -o $out > $log 2>&1 && rm -rf $out.keep"
+        " || { cat $log; exit 1; }",
         "  depfile = $out.d",
         "  deps = gcc",
         "  description = nvcc $name (host shim)",

@@ -73,6 +73,26 @@ def test_every_sm90a_kernel_is_clean(sm90a_built):
         assert not re.search(r"\b(LDL|STL)\b", text), f"{spec.name} uses local memory"
 
 
+def test_a_rebuilt_shim_is_byte_identical(sm90a_built):
+    """Host shims, like cubins, are reproducible: rebuilding one by the same
+    ninja rule gives the bytes the manifest's sha256 records (nvcc's default
+    temporary names carry a process id into the library)."""
+    import hashlib
+
+    from gen.ninja_file import ninja_binary
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    smallest = min((e for e in entries if e.family == "w8a8_wgmma"), key=lambda e: e.dynamic_smem)
+    lib = build_dir() / smallest.shim
+    lib.unlink()
+    out = subprocess.run([ninja_binary(), "-C", str(sm90a_built), lib.name], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert hashlib.sha256(lib.read_bytes()).hexdigest() == smallest.shim_sha256, smallest.name
+    assert not (sm90a_built / f"{lib.name}.keep").exists(), "the intermediates are removed after the build"
+
+
 def test_cutlass_instances_run_fp8_wgmma_and_ship_a_shim(sm90a_built):
     from runtime import manifest
     from runtime.paths import manifest_path
