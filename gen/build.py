@@ -15,7 +15,7 @@ from gen.cachekey import INCLUDE_DIR, cache_key
 from gen.catalog import KernelSpec, specs_for
 from gen.fsutil import write_if_different
 from runtime.hardware import load_hardware
-from gen.ninja_file import CUTLASS_FLAGS, COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text
+from gen.ninja_file import CUTLASS_FLAGS, COMMON_FLAGS, NinjaTarget, ninja_binary, ninja_text, relative
 from gen.ptxas import parse
 from gen.render import display, render_all, source_path, write_sources
 from gen.toolchain import Toolchain, cutlass, toolchain
@@ -112,12 +112,13 @@ def _entry(spec: KernelSpec, source_text: str, bdir: Path, arch: str) -> manifes
         pdl=spec.pdl)
 
 
-def _targets(spec: KernelSpec, source: str, arch: str, flags: List[str], tc: Toolchain) -> List[NinjaTarget]:
+def _targets(spec: KernelSpec, source: str, arch: str, flags: List[str], tc: Toolchain,
+             bdir: Path) -> List[NinjaTarget]:
     extra: List[str] = []
     key_extra: List[str] = []
     if spec.uses_cutlass:
         ct = cutlass()
-        extra = [*CUTLASS_FLAGS, *(f"-I{d}" for d in ct.include_dirs)]
+        extra = [*CUTLASS_FLAGS, *(f"-I{relative(d, bdir)}" for d in ct.include_dirs)]
         key_extra = [f"cutlass {ct.version}", *extra]
     key = cache_key(source=source, arch=arch, flags=flags, tc=tc, extra=key_extra)
     base = dict(name=spec.name, source=source_path(spec), key=key, extra=" ".join(extra))
@@ -148,11 +149,11 @@ def build_arch(arch: str, *, jobs: int = 2, patterns: Optional[List[str]] = None
     tc = tc or toolchain()
     bdir = build_dir() / arch
     flags = [*COMMON_FLAGS, *hw.gencode]
-    targets = {s.name: _targets(s, rendered[s], arch, flags, tc) for s in specs}
+    targets = {s.name: _targets(s, rendered[s], arch, flags, tc, bdir) for s in specs}
     with build_lock(bdir):
         write_if_different(bdir / "build.ninja",
                            ninja_text(nvcc=tc.nvcc, include_dirs=[INCLUDE_DIR], gencode=hw.gencode,
-                                      targets=[t for ts in targets.values() for t in ts]))
+                                      targets=[t for ts in targets.values() for t in ts], base=bdir))
         _run_ninja(bdir, [t.cubin for s in chosen for t in targets[s.name]], jobs, echo)
         entries = [_entry(s, rendered[s], bdir, arch) for s in chosen]
         wrote_manifest = False

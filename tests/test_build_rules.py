@@ -38,15 +38,20 @@ def test_headers_outside_the_include_graph_do_not_move_the_key(tmp_path):
 
 
 def test_ninja_file_uses_depfiles_and_puts_the_key_on_the_command():
-    text = ninja_text(nvcc=Path("/n/nvcc"), include_dirs=[Path("/inc")],
+    text = ninja_text(nvcc=Path("/r/.venv/bin/nvcc"), include_dirs=[Path("/r/inc")],
                       gencode=["-gencode=arch=compute_90a,code=sm_90a"],
-                      targets=[NinjaTarget("k1", Path("/e/k1.cu"), "k1.cubin", "k1.ptxas.log", "abc123")])
+                      targets=[NinjaTarget("k1", Path("/r/e/k1.cu"), "k1.cubin", "k1.ptxas.log", "abc123")],
+                      base=Path("/r/build/sm_90a"))
     assert "depfile = $out.d" in text and "deps = gcc" in text
     assert "-MD -MF $out.d" in text
     assert "-DFP8GEN_CACHE_KEY=$key" in text
-    assert "build k1.cubin | k1.ptxas.log: cubin /e/k1.cu" in text
     assert "  key = abc123" in text
-    assert "-gencode=arch=compute_90a,code=sm_90a" in text and "-I/inc" in text
+    assert "-gencode=arch=compute_90a,code=sm_90a" in text
+    # every path relative to the build directory: the checkout's location
+    # must not reach the outputs (nvcc records paths derived from its own)
+    assert "build k1.cubin | k1.ptxas.log: cubin ../../e/k1.cu" in text
+    assert "nvcc = ../../.venv/bin/nvcc" in text and "-I../../inc" in text and "-L../../.venv/lib" in text
+    assert "/r/" not in text
 
 
 CLEAN = """ptxas info    : Compiling entry function 'k' for 'sm_90a'
