@@ -39,10 +39,12 @@ def _escape(path) -> str:
 
 def relative(path, base: Path) -> str:
     """`path` as seen from the build directory (where ninja runs the commands).
-    Relative paths keep the checkout's location out of the outputs: nvcc
-    records the library paths it derives from its own path in device-linked
-    cubins (the CUTLASS instances) and in the shims' fatbins, so absolute
-    ones made the bytes depend on where the repository was cloned."""
+    Relative paths keep the checkout's location out of the host shims: nvcc
+    records the link paths it derives from its own location in a shim's
+    embedded device image, so with absolute paths every shim's bytes (and
+    the manifest's sha256) depended on where the repository was cloned.
+    (The CUTLASS cubins and shims still do: their internal symbol names carry
+    a hash that changes with the checkout's path.)"""
     return os.path.relpath(path, base)
 
 
