@@ -20,6 +20,12 @@ COMMON_FLAGS = ("-std=c++17", "-O3", "-Xptxas", "-v")
 CUTLASS_FLAGS = ("-DNDEBUG", "--expt-relaxed-constexpr")
 # The host shim of a CUTLASS instance: the same source, host code only.
 SHIM_FLAGS = ("-std=c++17", "-O2", "-DFP8GEN_HOST_SHIM", "--shared", "-Xcompiler", "-fPIC")
+# nvcc hands cicc and cudafe++ the source's absolute path, which they hash
+# into internal-linkage symbol names (_INTERNAL_<hash>_...) and the host
+# module id: a clone at another path built other bytes (the CUTLASS cubins,
+# every shim). They get the path ninja uses instead, relative to the build
+# directory and so the same in every checkout.
+SOURCE_NAME = "-Xcicc --orig_src_path_name -Xcicc $in -Xcudafe --orig_src_path_name -Xcudafe $in"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,12 +45,11 @@ def _escape(path) -> str:
 
 def relative(path, base: Path) -> str:
     """`path` as seen from the build directory (where ninja runs the commands).
-    Relative paths keep the checkout's location out of the host shims: nvcc
+    Relative paths keep the checkout's location out of the outputs: nvcc
     records the link paths it derives from its own location in a shim's
-    embedded device image, so with absolute paths every shim's bytes (and
-    the manifest's sha256) depended on where the repository was cloned.
-    (The CUTLASS cubins and shims still do: their internal symbol names carry
-    a hash that changes with the checkout's path.)"""
+    embedded device image, and the source's path in internal symbol names
+    (see SOURCE_NAME), so with absolute paths the bytes (and the manifest's
+    sha256) depended on where the repository was cloned."""
     return os.path.relpath(path, base)
 
 
@@ -61,7 +66,7 @@ def ninja_text(*, nvcc: Path, include_dirs: Sequence[Path], gencode: Sequence[st
         "",
         "rule cubin",
         # ptxas -v goes to the log; on failure the log is the error message.
-        "  command = $nvcc -cubin $flags $extra -DFP8GEN_CACHE_KEY=$key -MD -MF $out.d $in -o $out"
+        f"  command = $nvcc -cubin $flags $extra {SOURCE_NAME} -DFP8GEN_CACHE_KEY=$key -MD -MF $out.d $in -o $out"
         " > $log 2>&1 || { cat $log; exit 1; }",
         "  depfile = $out.d",
         "  deps = gcc",
@@ -71,8 +76,9 @@ def ninja_text(*, nvcc: Path, include_dirs: Sequence[Path], gencode: Sequence[st
         # --keep-dir: nvcc names its intermediates after the source there, not
         # tmpxft_<pid>_..., a name that ends up in the library (so the shim's
         # bytes, and the manifest's sha256, changed with every build).
-        "  command = rm -rf $out.keep && mkdir $out.keep && $nvcc $shimflags $extra -DFP8GEN_CACHE_KEY=$key"
-        " --keep --keep-dir $out.keep -MD -MF $out.d $in -o $out > $log 2>&1 && rm -rf $out.keep"
+        f"  command = rm -rf $out.keep && mkdir $out.keep && $nvcc $shimflags $extra {SOURCE_NAME}"
+        " -DFP8GEN_CACHE_KEY=$key --keep --keep-dir $out.keep -MD -MF $out.d $in -o $out > $log 2>&1"
+        " && rm -rf $out.keep"
         " || { cat $log; exit 1; }",
         "  depfile = $out.d",
         "  deps = gcc",

@@ -52,6 +52,9 @@ def test_ninja_file_uses_depfiles_and_puts_the_key_on_the_command():
     assert "build k1.cubin | k1.ptxas.log: cubin ../../e/k1.cu" in text
     assert "nvcc = ../../.venv/bin/nvcc" in text and "-I../../inc" in text and "-L../../.venv/lib" in text
     assert "/r/" not in text
+    # and cicc / cudafe++ hash that relative name, not the absolute path,
+    # into internal symbol names and the host module id
+    assert text.count("-Xcicc --orig_src_path_name -Xcicc $in -Xcudafe --orig_src_path_name -Xcudafe $in") == 2
 
 
 CLEAN = """ptxas info    : Compiling entry function 'k' for 'sm_90a'
