@@ -167,7 +167,8 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
         raise SystemExit(f"--shapes: {e}") from None
     return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(families),
                  out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
-                 git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances)
+                 git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
+                 timing=getattr(args, "timing", "events"))
 
 
 def cmd_bench(args) -> int:
@@ -204,6 +205,9 @@ def cmd_tune(args) -> int:
         doc = json.loads(record.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise SystemExit(f"cannot read the bench record {record}: {e}") from None
+    if doc.get("timing", "events") != "events":
+        raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
+                         "events timing (what a caller sees back to back)")
     try:
         rel = record.resolve().relative_to(REPO_ROOT)
     except ValueError:
@@ -231,7 +235,8 @@ def cmd_merge(args) -> int:
     from pathlib import Path
 
     from gen.bench.merge import merge
-    from gen.bench.report import plot, ratio_table, write_json
+    from gen.bench.report import plot, ratio_table, summary, write_json
+    from runtime.hardware import load_hardware
 
     docs = []
     for path in args.records:
@@ -245,7 +250,7 @@ def cmd_merge(args) -> int:
         raise SystemExit(f"cannot merge: {e}") from None
     write_json(doc, Path(args.out))
     if args.md:
-        Path(args.md).write_text(ratio_table(doc))
+        Path(args.md).write_text(ratio_table(doc) + "\n" + summary(doc, load_hardware(doc["arch"]).published))
     if args.png:
         why = plot(doc, Path(args.png))
         if why:
@@ -342,12 +347,19 @@ def parser() -> argparse.ArgumentParser:
                                     "before its timing counts). Needs torch and a GPU. Writes a JSON record, "
                                     "prints a Markdown table of ratios against cublaslt_block (the per-tensor "
                                     "and per-row arms against cuBLASLt's per-tensor and row-wise scaling) and "
-                                    "can draw a PNG. Exits 1 if any arm was wrong.")
+                                    "can draw a PNG, then a summary of the targets (the fast path's geometric "
+                                    "mean and points below 1.0x, the roofline share at M <= 128, DeepGEMM's "
+                                    "published rows from HARDWARE.toml [published]). Exits 1 if any arm was "
+                                    "wrong.")
     _measure_args(be)
     be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
     be.add_argument("--all-instances", action="store_true",
                     help="time every built instance of each GEMM family, not only the one the runtime dispatches to")
+    be.add_argument("--timing", choices=("events", "kernel"), default="events",
+                    help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "
+                         "caller sees and what gen tune uses; kernel: the profiler's kernel durations per call, "
+                         "L2 flushed before each (how DeepGEMM's published figures were measured)")
     be.set_defaults(func=cmd_bench)
 
     so = sub.add_parser("soak", help="launch every instance of a GEMM family many times, one process each (GPU)",

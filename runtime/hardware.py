@@ -32,6 +32,8 @@ class Hardware:
     # family -> [{model, shapes, <instance keys>}]: shape-specialized instances
     specialize: Dict[str, List[Dict[str, Any]]] = dataclasses.field(default_factory=dict)
     cutlass_arch: Optional[int] = None  # CUTLASS's arch tag for this target's collectives
+    # peers' published figures the bench summary compares with ([published])
+    published: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -63,6 +65,7 @@ def load_hardware(arch: str) -> Hardware:
             dispatch={k: list(v) for k, v in doc.get("dispatch", {}).items()},
             cutlass_arch=doc.get("cutlass_arch"),
             specialize={k: list(v) for k, v in doc.get("specialize", {}).items()},
+            published=dict(doc.get("published", {})),
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

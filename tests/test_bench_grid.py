@@ -128,3 +128,57 @@ def test_gen_merge_writes_the_record_and_table(tmp_path, capsys):
     assert len(doc["runs"]) == 2 and "4096×7168" in md.read_text()
     with pytest.raises(SystemExit, match="cannot merge"):
         main(["merge", str(paths[0]), str(paths[0]), "--out", str(out)])
+
+
+def _point(N, K, M, fast_tflops, base_tflops, roof=1000.0):
+    return [_row(impl="cublaslt_block", N=N, K=K, M=M, tflops=base_tflops, us=1.0, roofline_tflops=roof),
+            _row(impl="w8a8_wgmma", kernel="w", N=N, K=K, M=M, tflops=fast_tflops, us=base_tflops / fast_tflops,
+                 roofline_tflops=roof)]
+
+
+def test_summary_counts_the_targets():
+    from gen.bench.report import summary
+
+    rows = _point(2112, 7168, 64, 300.0, 150.0, roof=350.0) + _point(2112, 7168, 4096, 990.0, 1000.0) \
+        + [_row(impl="w8a8_cutlass", kernel="c", N=2112, K=7168, M=4096, tflops=1200.0, us=0.5,
+                roofline_tflops=1000.0)] + _point(7168, 2048, 128, 400.0, 200.0, roof=1000.0)
+    text = summary({"rows": rows}, {"deepgemm": [[64, 2112, 7168, 206], [128, 7168, 2048, 510],
+                                                 [4096, 32768, 512, 775]]})
+    # 2.0, 1.2 (CUTLASS is the faster fast-path arm at M=4096), 2.0: none below 1.0
+    assert "geometric mean 1.687x over 3 points" in text and "0 below 1.0" in text
+    assert "w8a8_wgmma alone: geometric mean 1.582x" in text  # 2.0, 0.99, 2.0
+    # 300/350 = 86 % passes, 400/1000 = 40 % does not
+    assert "1 of 2 points at >= 75% of the memory roofline: 2112×7168 M=64 86%" in text
+    assert "| 64 | 2112×7168 | 300 | 206 | met |" in text
+    assert "| 128 | 7168×2048 | 400 | 510 | short by 21.6% |" in text
+    assert "Met at 1 of 2 rows." in text  # the row the record lacks is left out
+
+
+def test_summary_lists_points_below_the_baseline():
+    from gen.bench.report import summary
+
+    text = summary({"rows": _point(4096, 7168, 8192, 990.0, 1000.0), "timing": "kernel"})
+    assert "1 below 1.0: 4096×7168 M=8192 0.990 (w)" in text and "profiler kernel durations" in text
+
+
+def test_kernel_timing_splits_the_trace_at_each_flush():
+    from gen.bench.timing import per_call_us
+
+    trace = [{"name": "fill", "dur": 50.0}, {"name": "gemm", "dur": 3.0}, {"name": "reduce", "dur": 1.0},
+             {"name": "fill", "dur": 50.0}, {"name": "gemm", "dur": 2.5}]
+    assert per_call_us(trace, {"fill"}, 2) == [4.0, 2.5]
+    with pytest.raises(RuntimeError, match="expected 3"):
+        per_call_us(trace, {"fill"}, 3)
+    with pytest.raises(RuntimeError, match="1 without a kernel"):
+        per_call_us(trace + [{"name": "fill", "dur": 50.0}], {"fill"}, 3)
+
+
+def test_merge_refuses_records_timed_differently():
+    from gen.bench.merge import merge
+
+    head = {"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "n", "driver": "13.0"}
+    events = dict(head, rows=[_row(N=1)])  # no "timing": events
+    kernel = dict(head, timing="kernel", rows=[_row(N=2)])
+    with pytest.raises(ValueError, match="timing"):
+        merge([events, kernel])
+    assert len(merge([events, dict(head, timing="events", rows=[_row(N=3)])])[0]["rows"]) == 2

@@ -111,3 +111,13 @@ def test_instances_no_longer_built_are_left_out():
     assert gone == ["dropped"] and [r["kernel"] for r in kept] == ["kept", "torch._scaled_mm"]
     table = tune.derive_dispatch(kept)["w8a8_wgmma"]
     assert {r["instance"] for r in table} == {"kept"}
+
+
+def test_tune_refuses_a_record_of_kernel_durations(tmp_path):
+    from gen.cli import main
+
+    record = tmp_path / "k.json"
+    record.write_text(json.dumps({"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "n",
+                                  "driver": "13.0", "timing": "kernel", "rows": []}))
+    with pytest.raises(SystemExit, match="events timing"):
+        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])

@@ -31,6 +31,9 @@ class Context:
     rows: List[grid.Row] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
     progress: Callable[[str], None] = print
+    # how a call is timed: time_us (events around back-to-back calls, launch
+    # gaps included) or timing.kernel_us (the profiler's kernel durations)
+    timer: Callable = time_us
 
     def want(self, impl: str) -> bool:
         return impl in self.families
@@ -137,7 +140,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         if ref is not None and not _checked(ctx, impl, M, N, K, outs[0], ref):
             return
         try:
-            us = time_us(torch, [lambda p=p: call(*p) for p in pairs])
+            us = ctx.timer(torch, [lambda p=p: call(*p) for p in pairs])
         except Exception:
             # a fault is sticky (the context is lost): say where it surfaced, then stop
             ctx.progress(f"\nfault while timing {impl} {kernel} at M={M} N={N} K={K}")
@@ -212,7 +215,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
 def _stream_row(ctx: Context, op: str, impl: str, M: int, N: int, K: int, nbytes: int, calls) -> None:
     """A bandwidth-bound op's row: median microseconds and the TB/s of its
     fewest bytes (each input read once, each output written once)."""
-    us = time_us(ctx.torch, calls)
+    us = ctx.timer(ctx.torch, calls)
     ctx.rows.append(grid.Row(op, impl, _kernel_name(ctx, impl, M or N, N, K), M, N, K, round(us, 3), None,
                              round(nbytes / us / 1e6, 4), None))
 

@@ -10,10 +10,11 @@ from gen.bench.grid import validate_record
 
 # Fields that must agree: rows measured on different machines or software
 # cannot share one record (the peers' ratios would not mean anything).
-# (A record without "pdl" predates programmatic dependent launch: off.)
-SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch", "pdl")
+# (A record without "pdl" predates programmatic dependent launch: off; one
+# without "timing" was timed with events.)
+SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch", "pdl", "timing")
 
-_ABSENT = {"pdl": False}
+_ABSENT = {"pdl": False, "timing": "events"}
 
 
 def _runs(doc: Dict) -> List[Dict]:

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from gen.bench.grid import validate_record
 
 BASELINE = "cublaslt_block"
 # Arms measured against another peer than BASELINE (same numerics family).
 PEER_OF = {"w8a8_tensor": "cublaslt_tensor", "w8a8_row": "cublaslt_row"}
+# The block-scaled W8A8 fast path: the faster of these two at each point.
+FAST_ARMS = ("w8a8_wgmma", "w8a8_cutlass")
+# The issue's small-M bar: this share of the memory roofline at M <= 128.
+ROOFLINE_SHARE, ROOFLINE_MAX_M = 0.75, 128
 
 
 def write_json(doc: Dict, path: Path) -> None:
@@ -60,6 +65,68 @@ def ratio_table(doc: Dict) -> str:
         lines += ["", "| op | impl | M | N | K | µs | TB/s |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['op']} | {r['impl']} | {r['M']} | {r['N']} | {r['K']} | {r['us']:.1f} | {r['tbps']:.2f} |"
                   for r in other]
+    return "\n".join(lines) + "\n"
+
+
+def _fastest(point: Dict[str, Dict], impls: Sequence[str]) -> Optional[Dict]:
+    rows = [point[i] for i in impls if i in point]
+    return min(rows, key=lambda r: r["us"]) if rows else None
+
+
+def summary(doc: Dict, published: Optional[Dict] = None) -> str:
+    """The targets in one place: the fast path's ratio to cuBLASLt block
+    scaling (geometric mean, the points below 1.0), its share of the memory
+    roofline at small M, and, where the record has their points, DeepGEMM's
+    published figures (`published` is HARDWARE.toml's [published])."""
+    index = _gemm_index(doc["rows"])
+    timing = doc.get("timing", "events")
+    lines = [f"Timing: {timing} ("
+             + ("profiler kernel durations, L2 flushed before each call" if timing == "kernel"
+                else "CUDA events around back-to-back calls, launch gaps included") + ")."]
+    ratios, below, wgmma_only = [], [], []
+    roof_hits, roof_points = [], 0
+    for (N, K, M), point in sorted(index.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        fast, base = _fastest(point, FAST_ARMS), point.get(BASELINE)
+        if fast and base:
+            ratios.append(fast["tflops"] / base["tflops"])
+            if ratios[-1] < 1.0:
+                below.append(f"{N}×{K} M={M} {ratios[-1]:.3f} ({fast['kernel']})")
+            if "w8a8_wgmma" in point:
+                wgmma_only.append(point["w8a8_wgmma"]["tflops"] / base["tflops"])
+        if fast and M <= ROOFLINE_MAX_M:
+            roof_points += 1
+            share = fast["tflops"] / fast["roofline_tflops"]
+            if share >= ROOFLINE_SHARE:
+                roof_hits.append(f"{N}×{K} M={M} {share:.0%}")
+
+    def geomean(xs: List[float]) -> float:
+        return math.exp(sum(map(math.log, xs)) / len(xs))
+
+    if ratios:
+        lines.append(f"Fast path ({' or '.join(FAST_ARMS)}, the faster per point) against {BASELINE}: "
+                     f"geometric mean {geomean(ratios):.3f}x over {len(ratios)} points, "
+                     f"{min(ratios):.3f}-{max(ratios):.3f}x; {len(below)} below 1.0"
+                     + (": " + "; ".join(below) if below else "") + ".")
+    if wgmma_only:
+        lines.append(f"w8a8_wgmma alone: geometric mean {geomean(wgmma_only):.3f}x over {len(wgmma_only)} points.")
+    if roof_points:
+        lines.append(f"At M <= {ROOFLINE_MAX_M}: {len(roof_hits)} of {roof_points} points at >= "
+                     f"{ROOFLINE_SHARE:.0%} of the memory roofline" + (": " + "; ".join(roof_hits) if roof_hits
+                                                                          else "") + ".")
+    rows = [r for r in (published or {}).get("deepgemm", []) if (r[1], r[2], r[0]) in index]
+    if rows:
+        lines += ["", f"DeepGEMM's published figures ({published.get('deepgemm_note', 'published')}), "
+                      f"TFLOP/s:", "", "| M | N×K | fast path | DeepGEMM | |", "|---|---|---|---|---|"]
+        met = 0
+        for M, N, K, theirs in rows:
+            fast = _fastest(index[(N, K, M)], FAST_ARMS)
+            if fast is None:
+                continue
+            ok = fast["tflops"] >= theirs
+            met += ok
+            verdict = "met" if ok else f"short by {1 - fast['tflops'] / theirs:.1%}"
+            lines.append(f"| {M} | {N}×{K} | {fast['tflops']:.0f} | {theirs:g} | {verdict} |")
+        lines.append(f"\nMet at {met} of {len(rows)} rows.")
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,12 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from gen.bench import arms, report
+from gen.bench.timing import kernel_us, time_us
+
+# --timing: "events" (what a caller sees back to back; the record the
+# dispatch tables come from) or "kernel" (device time per call, the way
+# DeepGEMM's published figures were measured)
+TIMERS = {"events": time_us, "kernel": kernel_us}
 
 
 def _progress(done: int, total: int, what: str) -> None:
@@ -20,7 +26,7 @@ def _progress(done: int, total: int, what: str) -> None:
 
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-          all_instances: bool = False) -> int:
+          all_instances: bool = False, timing: str = "events") -> int:
     import torch
 
     import runtime
@@ -43,7 +49,8 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
                        families=families, all_instances=all_instances,
                        # room for the split-K instances at the largest point (only they use it)
                        workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
-                       if "w8a8_wgmma" in families else None)
+                       if "w8a8_wgmma" in families else None,
+                       timer=TIMERS[timing])
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]
@@ -71,9 +78,9 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
            # whether fp8gen's kernels launched with programmatic dependent
            # launch (back-to-back calls overlap launch and prologue; the peers
            # do not): FP8GEN_NO_PDL turns it off for an A/B record
-           "pdl": not knobs().no_pdl, "rows": [r.__dict__ for r in ctx.rows]}
+           "pdl": not knobs().no_pdl, "timing": timing, "rows": [r.__dict__ for r in ctx.rows]}
     report.write_json(doc, out)
-    table = report.ratio_table(doc)
+    table = report.ratio_table(doc) + "\n" + report.summary(doc, hw.published)
     if md:
         md.write_text(table)
     if png:
