@@ -442,6 +442,9 @@ class W8A8WgmmaSpec(KernelSpec):
     # walk the tiles along M in groups of group_n tile rows instead of along
     # N in groups of group_n columns (name: _gm<group_n>)
     walk_m: bool = False
+    # block mode: the weight scales ride in each stage (cp.async by the
+    # producer) instead of being loaded from L2 by the math warps (name: _ws)
+    ws_stage: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -465,8 +468,9 @@ class W8A8WgmmaSpec(KernelSpec):
         fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
+        ws = "_ws" if self.ws_stage else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -479,7 +483,8 @@ class W8A8WgmmaSpec(KernelSpec):
     @property
     def dynamic_smem(self) -> int:
         # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
-        sa_stride = -(-self.bm * 4 // 128) * 128
+        # (the activation scales; with ws_stage 16 bytes more for the block's weight scales)
+        sa_stride = -(-(self.bm * 4 + (16 if self.ws_stage else 0)) // 128) * 128
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
@@ -541,6 +546,8 @@ class W8A8WgmmaSpec(KernelSpec):
                 self.fixed_k < 0 or self.fixed_k % BLOCK_K:
             raise CatalogError(f"{self.name}: a shape-specialized instance fixes both N (a multiple of 8) and K "
                                f"(a multiple of {BLOCK_K}); got N={self.fixed_n}, K={self.fixed_k}")
+        if self.ws_stage and self.scale_mode != "kScaleBlock":
+            raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

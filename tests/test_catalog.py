@@ -134,6 +134,24 @@ def test_walk_along_m_is_named_and_rendered():
     assert "true>" not in render(plain) and "1, 1, 0>;" in render(plain)
 
 
+def test_weight_scales_in_the_stage_are_named_sized_and_rendered():
+    """ws_stage is its own instance (_ws): 16 bytes more per stage's scale
+    slot (rounded to 128), the flag reaches Config, other renders are as
+    before, and the per-row / per-tensor families refuse it."""
+    from gen.catalog import W8A8RowSpec
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    ws = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True)
+    ws.check(hw)
+    plain = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4)
+    assert ws.name.endswith("_s5_g16_t2_x4_ws_sm90a") and plain.name.endswith("_s5_g16_t2_x4_sm90a")
+    assert ws.dynamic_smem - plain.dynamic_smem == 5 * 128  # 512 + 16 bytes -> 640 per stage
+    assert "1, 1, 0, 0, 0, 1, false, true>;" in render(ws) and "1, 1, 0>;" in render(plain)
+    with pytest.raises(CatalogError, match="ws_stage"):
+        W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, ws_stage=True).check(hw)
+
+
 def test_cluster_k_split_is_checked_and_sized():
     hw = load_hardware("sm_90a")
     ok = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, cluster_k=4)

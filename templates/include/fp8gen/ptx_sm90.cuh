@@ -29,6 +29,20 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 
+// 4 bytes from global into shared memory by cp.async (the smallest copy
+// there is; TMA's bulk copies move 16-byte multiples).
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+// Ties this thread's cp.asyncs so far to the barrier's current phase: its
+// pending count is raised now and lowered when they have landed, so the
+// phase cannot complete before them (call it before the phase's last
+// arrive).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // Blocks until the phase of parity `parity` has completed. A fresh barrier
 // counts its (virtual) previous phase, parity 1, as complete: producers start
 // waiting on "empty" with parity 1 and pass at once.

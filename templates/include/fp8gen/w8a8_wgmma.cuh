@@ -59,7 +59,7 @@ struct Params {
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
-          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false>
+          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -105,7 +105,15 @@ struct Config {
   static constexpr int A_BYTES = BM * kBlockK;
   static constexpr int W_BYTES = BN * kBlockK;
   static constexpr int SA_BYTES = BM * 4;
-  static constexpr int SA_STRIDE = (SA_BYTES + 127) / 128 * 128;
+  // Where the math warps read the weight scales (block mode): from global
+  // memory (L2), each block's loaded as the block before it is promoted; or
+  // (WS_STAGE) from the stage, 16 bytes behind its activation scales, put
+  // there by the producer with cp.async. With loads from L2, ptxas moves
+  // each loaded scale into a uniform register right after the load, before
+  // the block's last wgmma, which then waits for L2. Neither wins on every
+  // instance (HARDWARE.toml has the A/B), so it is chosen per instance.
+  static constexpr bool WS_STAGE = WS_STAGE_ && BLOCK_SCALES;
+  static constexpr int SA_STRIDE = (SA_BYTES + (WS_STAGE ? 16 : 0) + 127) / 128 * 128;
   // The epilogue stages bf16 tiles in shared memory and stores them by TMA
   // in boxes of 64 columns; other widths store straight from registers.
   static constexpr bool TMA_STORE = BN % 64 == 0;
@@ -291,8 +299,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         int tile, slice, tm, tn, kb_begin, kb_end;
         work(unit, tile, slice, kb_begin, kb_end);
         coords(tile, tm, tn);
+        // (WS_STAGE) the tile's weight-scale rows (a cluster's CTA may be past N)
+        const int w_scale_rows = (N + 127) / 128;
+        const float* ws_lo = p.w_scale + min(tn * C::BN / 128, w_scale_rows - 1) * kblocks;
+        const float* ws_hi = p.w_scale + min(tn * C::BN / 128 + 1, w_scale_rows - 1) * kblocks;
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
+          if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
+            const uint32_t ws = sa_base + stage * C::SA_STRIDE + C::SA_BYTES;
+            ptx::cp_async_4(ws, ws_lo + kb);
+            if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
+            ptx::cp_async_mbar_arrive(full(stage));
+          }
           ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
           if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
             ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
@@ -358,10 +376,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
       }
     };
+
     // The MMAs of column chunk c of the stage at (s, ph) into t, and that
     // stage's activation scales (read while the MMAs run). Chunk 0 waits
     // for the stage; it stays full until its last chunk is retired.
-    auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1) {
+    // (With WS_STAGE it also reads the stage's weight scales into w_lo,
+    // w_hi; otherwise it leaves them to w_scales.)
+    auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
+                     float& w_hi) {
       if (c == 0) ptx::mbar_wait(full(s), ph);
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
@@ -376,6 +398,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
         sa0 = sa[row];
         sa1 = sa[row + 8];
+        if constexpr (C::WS_STAGE) {
+          w_lo = sa[C::BM];  // (behind the BM activation scales)
+          w_hi = C::MAY_STRADDLE ? sa[C::BM + 1] : w_lo;
+        }
       }
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
@@ -423,9 +449,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
       int is = stage;  // the issue cursor runs one step ahead of (stage, phase)
       uint32_t iph = phase;
-      issue(is, iph, CA, ta, a0, a1);
+      issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);
       if (CA == LAST) advance(is, iph);
-      w_scales(kb_begin, wa_lo, wa_hi);
+      if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);
       // Every exit waits for all groups on its own path: ptxas must see
       // that no wgmma is in flight once the loop is left, or it serializes.
       // (So the two halves stay written out: folding them into one helper
@@ -433,9 +459,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // waits (C7517) and serialized every wgmma, which the build refuses.)
       for (int j = 0;; j += 2) {
         if (j + 1 < steps) {
-          issue(is, iph, CB, tb, b0, b1);
+          issue(is, iph, CB, tb, b0, b1, wb_lo, wb_hi);
           advance(is, iph);  // CB is always a block's last chunk
-          w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);
+          if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);
           ptx::wgmma_wait<1>();
           retire(stage, CA, ta, a0, a1, wa_lo, wa_hi);
           if (CA == LAST) advance(stage, phase);
@@ -446,9 +472,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           break;
         }
         if (j + 2 < steps) {
-          issue(is, iph, CA, ta, a0, a1);
+          issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);
           if (CA == LAST) advance(is, iph);
-          w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);
+          if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);
           ptx::wgmma_wait<1>();
           retire(stage, CB, tb, b0, b1, wb_lo, wb_hi);
           advance(stage, phase);  // CB is always a block's last chunk
@@ -463,7 +489,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
       // warpgroups overlap each other's promotion.
       float wsc_lo, wsc_hi;
-      w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);
+      if constexpr (!C::WS_STAGE) w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         // every warpgroup walks every stage (the ring's order), using its own
         const int s = stage;
@@ -474,15 +500,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
         for (int ch = 0; ch < C::CHUNKS; ++ch) {
           float t[TACC], sa0, sa1;
-          issue(s, ph, ch, t, sa0, sa1);
-          if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
+          issue(s, ph, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+          if constexpr (!C::WS_STAGE)
+            if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
           retire(s, ch, t, sa0, sa1, wsc_lo, wsc_hi);
         }
-        wsc_lo = next_lo;
-        wsc_hi = next_hi;
+        if constexpr (!C::WS_STAGE) {
+          wsc_lo = next_lo;
+          wsc_hi = next_hi;
+        }
       }
     }
 
