@@ -1,7 +1,8 @@
 """A small problem for compute-sanitizer racecheck (full-size tests are too
 slow under it): every split-K (workspace or cluster), two-temporary,
-column-chunked and 2-CTA cluster wgmma instance (shape-specialized ones only when named, at their
-own N and K), launched twice (the counters' reset path included),
+column-chunked, 2-CTA cluster and weight-scales-in-the-stage wgmma
+instance (shape-specialized ones only when named, at their own N and K),
+launched twice (the counters' reset path included),
 checked against float64. At 72 x 256 a cluster's second CTA along M lies past
 the last row, so that path runs too.
 Run: compute-sanitizer --tool racecheck python3 tests/racecheck_wgmma.py [NAME-PART ...]"""
@@ -20,7 +21,7 @@ def main() -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
-                  or s.cluster_k > 1)}
+                  or s.cluster_k > 1 or s.ws_stage)}
     names = [n for n, s in specs.items() if not s.fixed_n]
     if sys.argv[1:]:  # only the instances whose names contain one of these (shape-specialized ones too)
         names = [n for n in specs if any(part in n for part in sys.argv[1:])]

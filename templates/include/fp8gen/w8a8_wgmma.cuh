@@ -399,8 +399,19 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         sa0 = sa[row];
         sa1 = sa[row + 8];
         if constexpr (C::WS_STAGE) {
-          w_lo = sa[C::BM];  // (behind the BM activation scales)
-          w_hi = C::MAY_STRADDLE ? sa[C::BM + 1] : w_lo;
+          // (behind the BM activation scales) Lane 0 reads them and the
+          // warp takes them by shuffle: lane 0 is the lane that frees the
+          // stage for the producer's next cp.async, so every read of the
+          // slot is ordered before that release by program order (compute-
+          // sanitizer's racecheck does not count the __syncwarp before the
+          // arrive as ordering the other lanes' reads, and flagged them).
+          float lo = 0.f, hi = 0.f;
+          if (lane == 0) {
+            lo = sa[C::BM];
+            if constexpr (C::MAY_STRADDLE) hi = sa[C::BM + 1];
+          }
+          w_lo = __shfl_sync(0xffffffffu, lo, 0);
+          w_hi = C::MAY_STRADDLE ? __shfl_sync(0xffffffffu, hi, 0) : w_lo;
         }
       }
     };
