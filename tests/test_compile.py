@@ -130,6 +130,12 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
             # the next block's group stays in flight while the last one is promoted
             assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text, f"{e.name}: no wgmma group kept in flight"
         assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0), e.name  # the TMA-store epilogue
+        # ws_stage: the producer's cp.async of the weight scales, tied to the
+        # stage's barrier; without it the math warps load them from L2
+        ws = e.params.get("ws_stage", False)
+        assert ("LDGSTS" in text and "ARRIVES.LDGSTSBAR" in text) == ws, f"{e.name}: weight-scale copy"
+        if e.family == "w8a8_wgmma" and not ws:
+            assert "LDG.E.CONSTANT" in text, f"{e.name}: no weight-scale load"
         if e.params.get("cluster_k", 1) > 1:
             # the cluster K split: rank 0 gathers the peers' partial tiles
             # through distributed shared memory (generic stores to the
@@ -153,7 +159,7 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
 
 # Instructions that touch global memory (shared-memory LDS/STS/LDSM excluded;
 # UTMAPF, the tensor-map prefetch, reads a kernel parameter, which no kernel writes).
-GLOBAL_ACCESS = re.compile(r"\b(LDG|STG|ATOMG?|RED|LD|ST|UTMALDG|UTMASTG|UBLKCP)\b")
+GLOBAL_ACCESS = re.compile(r"\b(LDG|LDGSTS|STG|ATOMG?|RED|LD|ST|UTMALDG|UTMASTG|UBLKCP)\b")
 
 
 def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
