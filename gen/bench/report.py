@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import math
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from gen.bench.grid import validate_record
@@ -85,7 +85,7 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
                 else "CUDA events around back-to-back calls, launch gaps included") + ")."]
     ratios, below, wgmma_only = [], [], []
     roof_hits, roof_points = [], 0
-    for (N, K, M), point in sorted(index.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+    for (N, K, M), point in sorted(index.items()):
         fast, base = _fastest(point, FAST_ARMS), point.get(BASELINE)
         if fast and base:
             ratios.append(fast["tflops"] / base["tflops"])

@@ -376,7 +376,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
       }
     };
-
     // The MMAs of column chunk c of the stage at (s, ph) into t, and that
     // stage's activation scales (read while the MMAs run). Chunk 0 waits
     // for the stage; it stays full until its last chunk is retired.
