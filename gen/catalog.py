@@ -456,7 +456,19 @@ class W8A8WgmmaSpec(KernelSpec):
     scale_mode: ClassVar[str] = "kScaleBlock"  # wgmma_gemm::ScaleMode
 
     def template_vars(self) -> Dict[str, Any]:
-        return dict(super().template_vars(), scale_mode=self.scale_mode)
+        return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args())
+
+    def config_args(self) -> List[str]:
+        """wgmma_gemm::Config's template arguments, trailing defaults left
+        out (so that adding a parameter leaves existing sources unchanged)."""
+        b = lambda v: "true" if v else "false"
+        args = [self.bm, self.bn, self.stages, self.group_n, self.ksplit, f"wg::{self.scale_mode}", self.temps,
+                self.kslices, self.n_chunks, self.cluster_m, self.cluster_n, self.out_boxes]
+        optional = [(self.fixed_n, 0), (self.fixed_k, 0), (self.cluster_k, 1), (b(self.walk_m), "false"),
+                    (b(self.ws_stage), "false")]
+        while optional and optional[-1][0] == optional[-1][1]:
+            optional.pop()
+        return [str(a) for a in args] + [str(v) for v, _ in optional]
 
     def tag(self) -> str:
         split = f"_k{self.ksplit}" if self.ksplit > 1 else ""

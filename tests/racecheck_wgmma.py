@@ -3,8 +3,9 @@ slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster and weight-scales-in-the-stage wgmma
 instance (shape-specialized ones only when named, at their own N and K),
 launched twice (the counters' reset path included),
-checked against float64. At 72 x 256 a cluster's second CTA along M lies past
-the last row, so that path runs too.
+checked against float64, at M = 72 and 16. At 72 x 256 a cluster's second
+CTA along M lies past the last row, so that path runs too; M below a tile's
+rows shrinks the A and A-scale boxes (Shim::prepare).
 Run: compute-sanitizer --tool racecheck python3 tests/racecheck_wgmma.py [NAME-PART ...]"""
 import sys
 
@@ -17,7 +18,6 @@ from gen.bench.torch_ref import dequant_act, dequant_weight, quantize_act, quant
 
 def main() -> int:
     rt = runtime.load(torch.cuda.current_device())
-    M = 72
     gen = torch.Generator(device="cuda").manual_seed(0)
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
@@ -29,8 +29,8 @@ def main() -> int:
     for name in names:
         # a shape-specialized instance runs at its own N and K (slower under the tool)
         N, K = (specs[name].fixed_n, specs[name].fixed_k) if specs[name].fixed_n else (256, 1024)
-        ws = rt.workspace(M, 128, max_n=N)
-        for _ in range(2):
+        ws = rt.workspace(72, 128, max_n=N)
+        for M in (72, 16):
             w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
             a_q, a_s = quantize_act(torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16))
             out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
@@ -38,7 +38,7 @@ def main() -> int:
             torch.cuda.synchronize()
             err = rel_rms(out, dequant_act(a_q, a_s) @ dequant_weight(w_q, w_s).T)
             bad += not err < 2.0**-7
-            print(f"{name}: rel RMS {err:.2e}", flush=True)
+            print(f"{name} M={M}: rel RMS {err:.2e}", flush=True)
     return 1 if bad else 0
 
 

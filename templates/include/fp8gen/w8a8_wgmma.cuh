@@ -35,9 +35,9 @@ constexpr int kBlockK = 128;  // one activation / weight scale per 128 K
 enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
 
 struct Params {
-  CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows, 128-byte swizzle
+  CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows (fewer when M is), 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
-  CUtensorMap tma_sa;  // A scales: box BM tokens x 1 K block
+  CUtensorMap tma_sa;  // A scales: box BM tokens (fewer when M is) x 1 K block
   CUtensorMap tma_out; // out: box 64 columns x 64 rows of bf16, 128-byte swizzle (TMA-store epilogue)
   const float* w_scale;  // block: [ceil(N/128), K/128]; per-row: [N]; per-tensor: unused
   const float* a_scale;  // per-row: per-token [M]; per-tensor: the output scale (a device scalar)
@@ -55,6 +55,9 @@ struct Params {
   int whole;
   int M, N, K;
   int tiles_m, tiles_n;
+  // Bytes one stage's copies bring (its "full" barrier's transaction count):
+  // the A, W and A-scale boxes (Shim::prepare sizes the A ones from M).
+  uint32_t stage_tx;
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
@@ -138,7 +141,6 @@ struct Config {
   static constexpr int XBAR_BYTES = CLUSTER_K > 1 ? 16 : 0;
   static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + XRED_BYTES +
                                     2 * STAGES * 8 + FLAG_BYTES + XBAR_BYTES + 1024;
-  static constexpr uint32_t STAGE_TX = A_BYTES + W_BYTES + (BLOCK_SCALES ? SA_BYTES : 0);
   // Register budgets after reallocation: the sum over warps fits 64K.
   static constexpr int PRODUCER_REGS = 40;
   // Four math warpgroups keep the launch's allotment (65536 / 640 threads):
@@ -311,7 +313,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
             if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
             ptx::cp_async_mbar_arrive(full(stage));
           }
-          ptx::mbar_arrive_expect_tx(full(stage), C::STAGE_TX);
+          ptx::mbar_arrive_expect_tx(full(stage), p.stage_tx);
           if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
             ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
                                        kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
@@ -814,13 +816,22 @@ struct Shim {
     Params p;
     std::memset(&p, 0, sizeof(p));
     const int kblocks = K / kBlockK;
+    // With M < BM (one tile row), the A box holds only the rows that exist
+    // (whole 8-row swizzle atoms) and the A-scale box only the tokens that
+    // exist: rows past M would be filled with zeros by the copy engine, which
+    // on the H200 made the mainloop up to 1.5x slower at M = 16 than at
+    // M = 64 (64x32 tiles, 7168x16384). The stage's other rows keep stale
+    // bytes: they feed only output rows past M, which are never stored (a
+    // split tile's partial carries them, and the sum drops them).
+    const int a_rows = C::CLUSTER_N == 1 && M < C::BM ? (M + 7) / 8 * 8 : C::BM / C::CLUSTER_N;
+    const int sa_tokens = M < C::BM ? (M + 3) / 4 * 4 : C::BM;
     // (a cluster's CTAs each copy half of the shared box)
-    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, C::BM / C::CLUSTER_N,
+    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, a_rows,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER_M,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
-                                       uint64_t(ld_sfa) * 4, C::BM, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
+                                       uint64_t(ld_sfa) * 4, sa_tokens, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
         (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2, 64, 64,
                                     CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
@@ -832,6 +843,7 @@ struct Shim {
     p.K = K;
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
+    p.stage_tx = uint32_t(C::CLUSTER_N * a_rows * kBlockK + C::W_BYTES + (C::BLOCK_SCALES ? sa_tokens * 4 : 0));
     const long tiles = long(p.tiles_m) * p.tiles_n;
     Split plan;
     if (!split_at(M, N, K, sm_count, plan)) return kCannotImplement;
