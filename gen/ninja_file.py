@@ -18,8 +18,10 @@ COMMON_FLAGS = ("-std=c++17", "-O3", "-Xptxas", "-v")
 # CUTLASS instances: NDEBUG keeps assert calls (a function call inside the
 # wgmma pipeline, so ptxas serializes it: warning C7510) out of the kernel.
 CUTLASS_FLAGS = ("-DNDEBUG", "--expt-relaxed-constexpr")
-# The host shim of a CUTLASS instance: the same source, host code only.
-SHIM_FLAGS = ("-std=c++17", "-O2", "-DFP8GEN_HOST_SHIM", "--shared", "-Xcompiler", "-fPIC")
+# The host shim of an instance: the same source, host code only, its
+# symbol tables stripped (the runtime binds the exported entry points
+# through the dynamic table; a third of each ~1 MB library was symbols).
+SHIM_FLAGS = ("-std=c++17", "-O2", "-DFP8GEN_HOST_SHIM", "--shared", "-Xcompiler", "-fPIC", "-Xlinker", "-s")
 # nvcc hands cicc and cudafe++ the source's absolute path, which they hash
 # into internal-linkage symbol names (_INTERNAL_<hash>_...) and the host
 # module id: a clone at another path built other bytes (the CUTLASS cubins,
