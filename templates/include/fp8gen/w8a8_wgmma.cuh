@@ -822,7 +822,7 @@ struct Shim {
     // on the H200 made the mainloop up to 1.5x slower at M = 16 than at
     // M = 64 (64x32 tiles, 7168x16384). The stage's other rows keep stale
     // bytes: they feed only output rows past M, which are never stored (a
-    // split tile's partial carries them, and the sum drops them).
+    // split tile's partials carry them into rows its sum does not store).
     const int a_rows = C::CLUSTER_N == 1 && M < C::BM ? (M + 7) / 8 * 8 : C::BM / C::CLUSTER_N;
     const int sa_tokens = M < C::BM ? (M + 3) / 4 * 4 : C::BM;
     // (a cluster's CTAs each copy half of the shared box)
