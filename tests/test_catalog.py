@@ -152,6 +152,35 @@ def test_weight_scales_in_the_stage_are_named_sized_and_rendered():
         W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, ws_stage=True).check(hw)
 
 
+def test_config_arguments_follow_the_header_order():
+    """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
+    arguments by position: the order must be the header's, and only
+    trailing defaults may be left out (a field in the wrong slot would
+    build a different kernel under the instance's name)."""
+    from runtime.paths import TEMPLATES_DIR
+
+    header = (TEMPLATES_DIR / "include" / "fp8gen" / "w8a8_wgmma.cuh").read_text()
+    params = re.search(r"template <(int BM_.*?)>\s*struct Config", header, re.S).group(1)
+    names = [re.match(r"\s*(?:int|bool)\s+(\w+)_", p).group(1).lower() for p in params.split(",")]
+    fields = {"ksplit": "ksplit", "scale_mode": "scale_mode", "temps": "temps", "slices": "kslices",
+              "chunks": "n_chunks", "out_boxes": "out_boxes"}
+    # a distinct value in every slot (not a valid kernel: nothing checks it here)
+    every = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=10, group_n=8, ksplit=2, temps=3, kslices=4,
+                          n_chunks=5, cluster_m=6, cluster_n=7, out_boxes=9, fixed_n=7168, fixed_k=2048,
+                          cluster_k=11, walk_m=False, ws_stage=True)
+    args = every.config_args()
+    assert len(args) == len(names), (names, args)
+    for name, arg in zip(names, args):
+        value = getattr(every, fields.get(name, name))
+        want = f"wg::{value}" if name == "scale_mode" else ("true" if value is True else
+                                                            "false" if value is False else str(value))
+        assert arg == want, f"Config's {name} gets {arg}, the spec has {want}"
+    plain = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5)
+    assert plain.config_args() == ["128", "128", "5", "16", "1", "wg::kScaleBlock", "1", "1", "1", "1", "1", "0"]
+    only_ws = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, ws_stage=True)
+    assert only_ws.config_args()[12:] == ["0", "0", "1", "false", "true"]
+
+
 def test_cluster_k_split_is_checked_and_sized():
     hw = load_hardware("sm_90a")
     ok = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, cluster_k=4)
