@@ -235,7 +235,7 @@ def cmd_merge(args) -> int:
     from pathlib import Path
 
     from gen.bench.merge import merge
-    from gen.bench.report import plot, ratio_table, summary, write_json
+    from gen.bench.report import markdown, plot, write_json
     from runtime.hardware import load_hardware
 
     docs = []
@@ -250,7 +250,7 @@ def cmd_merge(args) -> int:
         raise SystemExit(f"cannot merge: {e}") from None
     write_json(doc, Path(args.out))
     if args.md:
-        Path(args.md).write_text(ratio_table(doc) + "\n" + summary(doc, load_hardware(doc["arch"]).published))
+        Path(args.md).write_text(markdown(doc, load_hardware(doc["arch"]).published))
     if args.png:
         why = plot(doc, Path(args.png))
         if why:

@@ -68,6 +68,15 @@ def ratio_table(doc: Dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def markdown(doc: Dict, published: Optional[Dict] = None) -> str:
+    """What `gen bench --md` and `gen merge --md` write: the ratio table, then the summary."""
+    return ratio_table(doc) + "\n" + summary(doc, published)
+
+
 def _fastest(point: Dict[str, Dict], impls: Sequence[str]) -> Optional[Dict]:
     rows = [point[i] for i in impls if i in point]
     return min(rows, key=lambda r: r["us"]) if rows else None
@@ -98,10 +107,6 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
             share = fast["tflops"] / fast["roofline_tflops"]
             if share >= ROOFLINE_SHARE:
                 roof_hits.append(f"{N}×{K} M={M} {share:.0%}")
-
-    def geomean(xs: List[float]) -> float:
-        return math.exp(sum(map(math.log, xs)) / len(xs))
-
     if ratios:
         lines.append(f"Fast path ({' or '.join(FAST_ARMS)}, the faster per point) against {BASELINE}: "
                      f"geometric mean {geomean(ratios):.3f}x over {len(ratios)} points, "

@@ -80,7 +80,7 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
            # do not): FP8GEN_NO_PDL turns it off for an A/B record
            "pdl": not knobs().no_pdl, "timing": timing, "rows": [r.__dict__ for r in ctx.rows]}
     report.write_json(doc, out)
-    table = report.ratio_table(doc) + "\n" + report.summary(doc, hw.published)
+    table = report.markdown(doc, hw.published)
     if md:
         md.write_text(table)
     if png:

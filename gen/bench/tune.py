@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
+from gen.bench.report import geomean
 from runtime.dispatch import shape_class
 from runtime.select import LEVER_NARROWING, LEVER_WIDENING
 
@@ -107,7 +108,7 @@ def derive_levers(rows: List[Dict]) -> Dict[str, Tuple[Optional[int], str]]:
                 by_m[m].append((t8 + quant[(m, k)]) / min(w8a16[(n, k, m)].values()))
         if not by_m:
             continue
-        ratios = [(m, math.exp(sum(map(math.log, v)) / len(v))) for m, v in sorted(by_m.items())]
+        ratios = [(m, geomean(v)) for m, v in sorted(by_m.items())]
         detail = " ".join(f"{m}:{r:.2f}" for m, r in ratios)
         cap: Optional[int] = None
         for i, (m, r) in enumerate(ratios):
