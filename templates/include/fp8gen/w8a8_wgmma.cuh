@@ -242,6 +242,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
+  // The weight-scale rows (one float per K block) of the 128-column blocks
+  // holding tile column tn's first and last columns (a tile spans at most
+  // two); clamped, since a cluster's CTA may be past N.
+  auto w_scale_rows = [&](int tn, const float*& lo, const float*& hi) {
+    const int last = (N + 127) / 128 - 1, first = tn * C::BN / 128;
+    lo = p.w_scale + min(first, last) * kblocks;
+    hi = p.w_scale + min(first + 1, last) * kblocks;
+  };
   auto work = [&](int unit, int& tile, int& slice, int& kb_begin, int& kb_end) {
     if constexpr (C::CLUSTER_K > 1) {  // the cluster's tile, this CTA's run of its K blocks
       tile = unit;
@@ -301,10 +309,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         int tile, slice, tm, tn, kb_begin, kb_end;
         work(unit, tile, slice, kb_begin, kb_end);
         coords(tile, tm, tn);
-        // (WS_STAGE) the tile's weight-scale rows (a cluster's CTA may be past N)
-        const int w_scale_rows = (N + 127) / 128;
-        const float* ws_lo = p.w_scale + min(tn * C::BN / 128, w_scale_rows - 1) * kblocks;
-        const float* ws_hi = p.w_scale + min(tn * C::BN / 128 + 1, w_scale_rows - 1) * kblocks;
+        const float *ws_lo, *ws_hi;  // (WS_STAGE)
+        w_scale_rows(tn, ws_lo, ws_hi);
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
@@ -349,7 +355,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int k_lane = wg / C::ROW_WG;   // which K blocks (kb % KSPLIT)
   const int row = wg_row * 64 + warp * 16 + lane / 4;  // this thread's rows in the tile: row, row + 8
   const float* sa_smem = reinterpret_cast<const float*>(smem_raw + (sa_base - raw));
-  const int w_scale_rows = (N + 127) / 128;
   int stage = 0;
   uint32_t phase = 0;
   uint32_t xtiles = 0;  // cluster split: tiles this CTA has reduced (the parity of its barriers)
@@ -359,8 +364,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     work(unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
     const int n0 = tn * C::BN;
-    const float* ws_lo = p.w_scale + min(n0 / 128, w_scale_rows - 1) * kblocks;  // (a cluster's CTA may be past N)
-    const float* ws_hi = p.w_scale + min(n0 / 128 + 1, w_scale_rows - 1) * kblocks;
+    const float *ws_lo, *ws_hi;
+    w_scale_rows(tn, ws_lo, ws_hi);
     const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
 
     float acc[NACC];
