@@ -189,23 +189,6 @@ struct Wgmma;
 
 #ifndef FP8GEN_HOST_SHIM
 
-// Calls f(Int<v>{}) for a run-time v in [I, LAST] (v > LAST runs LAST):
-// a chain of warp-uniform compares that turns a per-tile value into a
-// compile-time one for code that runs every K block.
-template <int V>
-struct Int {
-  static constexpr int value = V;
-};
-template <int I, int LAST, class F>
-__device__ __forceinline__ void with_constant(int v, F&& f) {
-  if constexpr (I >= LAST)
-    f(Int<LAST>{});
-  else if (v == I)
-    f(Int<I>{});
-  else
-    with_constant<I + 1, LAST>(v, f);
-}
-
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int group_n, int& tm, int& tn) {
   const int per_group = group_n * tiles_m;
   const int group = tile / per_group;
@@ -383,14 +366,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     const int n0 = tn * C::BN;
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    // The tile's first 8-column group in the next 128-column scale block
-    // (GROUPS: none). The promotion is built once per value, so that each
-    // group's scale is fixed at compile time: choosing it per group in every
-    // block (a compare and two selects per 8 columns, with the predicates
-    // spilled to a register) made the straddling tiles' promotion about
-    // twice as long as the FMAs alone.
-    constexpr int GROUPS = C::BN / 8;
-    const int split = min((128 - n0 % 128) / 8, GROUPS);
+    const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
 
     float acc[NACC];
 #pragma unroll
@@ -458,24 +434,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         }
       }
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
-      const float hi0 = C::MAY_STRADDLE ? sa0 * wsc_hi : lo0, hi1 = C::MAY_STRADDLE ? sa1 * wsc_hi : lo1;
+      const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
       float* part = acc + ch * TACC;
-      auto promote = [&](auto first_hi) {
 #pragma unroll
-        for (int c = 0; c < C::CHUNK_N / 8; ++c) {
-          // columns ch * CHUNK_N + 8c .. +7 of the tile (scale blocks are 8-column aligned)
-          const bool hi = ch * C::CHUNK_N / 8 + c >= decltype(first_hi)::value;
-          const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
-          part[4 * c + 0] = fmaf(t[4 * c + 0], s0, part[4 * c + 0]);
-          part[4 * c + 1] = fmaf(t[4 * c + 1], s0, part[4 * c + 1]);
-          part[4 * c + 2] = fmaf(t[4 * c + 2], s1, part[4 * c + 2]);
-          part[4 * c + 3] = fmaf(t[4 * c + 3], s1, part[4 * c + 3]);
-        }
-      };
-      if constexpr (C::MAY_STRADDLE && C::BN % 128 != 0)
-        with_constant<1, GROUPS>(split, promote);
-      else  // (BN a multiple of 128 starts on a block: the split is at column 128)
-        promote(Int<(C::BN % 128 == 0 ? 16 : GROUPS)>{});
+      for (int c = 0; c < C::CHUNK_N / 8; ++c) {
+        // columns n0 + ch * CHUNK_N + 8c .. +7 (scale blocks are 8-column aligned)
+        const bool hi = C::MAY_STRADDLE && n0 + ch * C::CHUNK_N + 8 * c >= boundary;
+        const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
+        part[4 * c + 0] = fmaf(t[4 * c + 0], s0, part[4 * c + 0]);
+        part[4 * c + 1] = fmaf(t[4 * c + 1], s0, part[4 * c + 1]);
+        part[4 * c + 2] = fmaf(t[4 * c + 2], s1, part[4 * c + 2]);
+        part[4 * c + 3] = fmaf(t[4 * c + 3], s1, part[4 * c + 3]);
+      }
     };
     auto advance = [&](int& s, uint32_t& ph) {
       if (++s == C::STAGES) {
