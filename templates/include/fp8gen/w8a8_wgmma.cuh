@@ -242,9 +242,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::CLUSTER_M > 1) tm = tm * C::CLUSTER_M + rank;
     if constexpr (C::CLUSTER_N > 1) tn = tn * C::CLUSTER_N + rank;
   };
-  // The weight-scale rows (one float per K block) of the 128-column blocks
-  // holding tile column tn's first and last columns (a tile spans at most
-  // two); clamped, since a cluster's CTA may be past N.
+  // The weight-scale rows (one float per K block) of the 128-column block
+  // holding tile column tn's first column and of the block after it (a tile
+  // spans at most two); clamped, since a cluster's CTA may be past N.
   auto w_scale_rows = [&](int tn, const float*& lo, const float*& hi) {
     const int last = (N + 127) / 128 - 1, first = tn * C::BN / 128;
     lo = p.w_scale + min(first, last) * kblocks;
