@@ -215,7 +215,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   auto empty = [&](int s) { return bar_base + 8u * (C::STAGES + s); };
   const uint32_t xfull = bar_base + 16u * C::STAGES + C::FLAG_BYTES, xempty = xfull + 8u;
 
-  const int wg = threadIdx.x / 128;
+  // (read through a shuffle so that ptxas knows it is warp-uniform: the
+  // A descriptors built from it then stay in uniform registers instead of
+  // being rebuilt and moved into them before every wgmma)
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
   const int kblocks = (C::FIXED_K ? C::FIXED_K : p.K) / kBlockK;
   const int N = C::FIXED_N ? C::FIXED_N : p.N;
   const int tiles_n = C::FIXED_N ? (C::FIXED_N + C::BN - 1) / C::BN : p.tiles_n;
