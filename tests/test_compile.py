@@ -106,6 +106,34 @@ def test_cutlass_instances_run_fp8_wgmma_and_ship_a_shim(sm90a_built):
         assert e.constraints["params_bytes"] > 0 and e.threads == 384
 
 
+def _r2ur_inside_mma_batches(sass_text: str) -> int:
+    """R2UR instructions between a QGMMA and the last one of its batch (the
+    one that closes the group, `gsb0`)."""
+    count, inside = 0, False
+    for m in re.finditer(r"\b(QGMMA\S*|R2UR)\b([^;]*)", sass_text):
+        if m.group(1).startswith("QGMMA"):
+            inside = "gsb0" not in m.group(2)
+        elif inside:
+            count += 1
+    return count
+
+
+def test_r2ur_count_sees_descriptors_moved_between_mmas():
+    """The check above can fail: SASS as ptxas wrote it before the warpgroup
+    index was read through a shuffle (128x128 t2, abridged)."""
+    before = """
+        QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR24], RZ, !UPT ;
+        R2UR UR24, R200 ;
+        R2UR UR25, R201 ;
+        QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR24], R24 ;
+        R2UR UR24, R200 ;
+        QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR24], R24, gsb0 ;
+        R2UR UR23, R199 ;
+        QGMMA.64x128x32.F32.E4M3.E4M3 R88, gdesc[UR24], RZ, !UPT ;"""
+    assert _r2ur_inside_mma_batches(before) == 3
+    assert _r2ur_inside_mma_batches(before.replace("R2UR", "UMOV")) == 0
+
+
 def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
     """The raw-PTX families: FP8 wgmma (QGMMA), TMA loads, register
     reallocation between the warpgroups, each wgmma batch issued without a
@@ -126,6 +154,10 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         ops = re.findall(r"\b(QGMMA|WARPGROUP\.DEPBAR)\S*", text)
         runs = [len(r) for r in "".join("Q" if op == "QGMMA" else "|" for op in ops).split("|") if r]
         assert runs and all(r % 4 == 0 for r in runs), f"{e.name}: wgmma serialized: runs of {runs}"
+        # the descriptors are built in uniform registers: no R2UR moves them
+        # there between a block's MMAs (ptxas does when it cannot prove the
+        # warpgroup index warp-uniform; those kernels took 1.04-1.05x the time)
+        assert _r2ur_inside_mma_batches(text) == 0, f"{e.name}: wgmma descriptors moved by R2UR between MMAs"
         if e.params.get("temps", 1) == 2:
             # the next block's group stays in flight while the last one is promoted
             assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text, f"{e.name}: no wgmma group kept in flight"
