@@ -11,17 +11,18 @@ LoadError naming the `python -m gen build` command).
 from __future__ import annotations
 
 import threading
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from runtime import ops, select, splitk
 from runtime import validate as v
-from runtime.dispatch import choose
+from runtime.dispatch import DispatchTable, choose
 from runtime.env import knobs
 from runtime.errors import (CatalogError, CompileError, Fp8genError, LaunchError, LoadError, RenderError,
                             ValidationError)
 from runtime.ffn import dense_ffn_prefill
 from runtime.hardware import cached_hardware
 from runtime.launch import launch as launch_kernel
+from runtime.manifest import KernelEntry
 from runtime.projection import projection_plans, quantize_plans
 from runtime.route import RouteLedger
 from runtime.select import Availability, Decision, Levers
@@ -32,6 +33,10 @@ from runtime.workspace import Workspace
 __all__ = ["load", "Runtime", "Workspace", "DeviceArray", "Fp8Weight", "Decision", "dense_ffn_prefill",
            "Fp8genError", "CatalogError", "RenderError", "CompileError", "LoadError", "LaunchError",
            "ValidationError", "FormatError"]
+
+
+# distinct decide() questions remembered per runtime; then the memo starts over
+DECISIONS_REMEMBERED = 4096
 
 
 class Runtime:
@@ -46,7 +51,10 @@ class Runtime:
         self.entries = {fam: [k.entry for k in ks] for fam, ks in ctx.kernels.items()}
         self.ledger = RouteLedger()
         hardware = cached_hardware(self.arch)
-        self.dispatch = hardware.dispatch
+        self.dispatch = DispatchTable(hardware.dispatch)
+        self._unsplit: Dict[str, List[KernelEntry]] = {}  # per family: the instances that need no workspace
+        self._decisions: Dict[tuple, Decision] = {}
+        self._decided_with = self.dispatch
         self.levers = Levers.from_defaults(hardware.defaults)
 
     def pick(self, family: str, m: int, n: int, k: int) -> str:
@@ -62,7 +70,9 @@ class Runtime:
             found = self.entries[family]
             picked = choose(found, self.dispatch, m, n, k)
             if splitk.is_split(picked) and not (workspace is not None and workspace.fits_split(m, n, picked)):
-                picked = choose(splitk.unsplit(found), self.dispatch, m, n, k)
+                if family not in self._unsplit:
+                    self._unsplit[family] = splitk.unsplit(found)
+                picked = choose(self._unsplit[family], self.dispatch, m, n, k)
             return picked.name
         except (AttributeError, IndexError, KeyError, TypeError):
             return None
@@ -74,7 +84,26 @@ class Runtime:
     def decide(self, m: int, n: int, k: int, weight_format: str = "block", *, tp: int = 1,
                parallel: str = "column", workspace: Optional[Workspace] = None,
                out_rows: Optional[int] = None) -> Decision:
-        """The selection rule for a projection [n, k] at m tokens on this device."""
+        """The selection rule for a projection [n, k] at m tokens on this device.
+        Remembered per distinct question: the rule is pure, and working it out
+        costs a call over 100 us of host time (a small-M GEMM takes less on
+        the GPU)."""
+        if self.dispatch is not self._decided_with:  # the table was swapped (tests do): start over
+            self._decisions.clear()
+            self._decided_with = self.dispatch
+        key = (m, n, k, weight_format, tp, parallel, out_rows, knobs(),
+               workspace.capacity() if workspace is not None else None)
+        found = self._decisions.get(key)
+        if found is None:
+            found = self._decide(m, n, k, weight_format, tp=tp, parallel=parallel, workspace=workspace,
+                                 out_rows=out_rows)
+            if len(self._decisions) >= DECISIONS_REMEMBERED:
+                self._decisions.clear()
+            self._decisions[key] = found
+        return found
+
+    def _decide(self, m: int, n: int, k: int, weight_format: str, *, tp: int, parallel: str,
+                workspace: Optional[Workspace], out_rows: Optional[int]) -> Decision:
         return select.decide(m, n, k, weight_format=weight_format, knobs=knobs(), levers=self.levers,
                              available=Availability(quantizer=bool(self.entries.get("quant_group")),
                                                     scratch=workspace is not None and workspace.fits(m, k),

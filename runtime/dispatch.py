@@ -5,11 +5,16 @@ exact shapes {n, k, m_max, instance} and shape classes {shape_class, m_max,
 instance} ("widening" n > k, "narrowing" n <= k). A rule serves m <= m_max;
 past the largest m_max the largest bucket's rule serves. Exact shapes win
 over classes; with no rule the family's tile rule decides.
+
+The runtime asks on every call, so it holds its table as a `DispatchTable`:
+the rules indexed once by family and shape, and each pick remembered (a
+plain dict works everywhere too, scanned on each call).
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Mapping
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
@@ -30,6 +35,8 @@ def _bucket(rules: List[Dict[str, Any]], m: int) -> Optional[str]:
 
 
 def lookup(dispatch: Dict[str, List[Dict[str, Any]]], family: str, m: int, n: int, k: int) -> Optional[str]:
+    if isinstance(dispatch, DispatchTable):
+        return dispatch.lookup(family, m, n, k)
     rules = dispatch.get(family, [])
     exact = [r for r in rules if r.get("n") == n and r.get("k") == k]
     if exact:
@@ -76,6 +83,12 @@ def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str,
            k: int) -> KernelEntry:
     """The dispatch table's instance when it names a loaded one that runs
     (n, k), else the tile rule among those that do."""
+    if isinstance(dispatch, DispatchTable):
+        return dispatch.choose(candidates, m, n, k)
+    return _choose(candidates, dispatch, m, n, k)
+
+
+def _choose(candidates: Sequence[KernelEntry], dispatch, m: int, n: int, k: int) -> KernelEntry:
     family = candidates[0].family
     candidates = [e for e in candidates if fits_shape(e, n, k)]
     if not candidates:
@@ -88,3 +101,55 @@ def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str,
     if "bm" in candidates[0].constraints or "tile_m" in candidates[0].constraints:
         return pick_tile(candidates, m)
     return candidates[0]
+
+
+class DispatchTable(Mapping):
+    """A read-only dispatch table (family -> rules, as HARDWARE.toml has it)
+    that answers `lookup` from an index built once and `choose` from a memo
+    keyed by the candidates' names and (m, n, k). Scanning the rules and
+    sorting the candidates cost a validated call tens of microseconds of
+    host time, more than a small-M GEMM takes on the GPU."""
+
+    MEMO_LIMIT = 4096  # distinct (candidates, m, n, k) remembered; then it starts over
+
+    def __init__(self, rules: Dict[str, List[Dict[str, Any]]]):
+        self._rules = {family: [dict(r) for r in rs] for family, rs in rules.items()}
+        self._exact: Dict[Tuple[str, Any, Any], List[Dict[str, Any]]] = {}
+        self._classes: Dict[Tuple[str, Any], List[Dict[str, Any]]] = {}
+        for family, rs in self._rules.items():
+            for r in rs:  # (the same rules lookup() would gather, in the same order)
+                if r.get("n") is not None and r.get("k") is not None:
+                    self._exact.setdefault((family, r["n"], r["k"]), []).append(r)
+                self._classes.setdefault((family, r.get("shape_class")), []).append(r)
+        for group in (*self._exact.values(), *self._classes.values()):
+            group.sort(key=lambda r: r["m_max"])  # stable, as _bucket's sort
+        self._memo: Dict[Tuple[Tuple[str, ...], int, int, int], int] = {}
+
+    def __getitem__(self, family: str) -> List[Dict[str, Any]]:
+        return self._rules[family]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def lookup(self, family: str, m: int, n: int, k: int) -> Optional[str]:
+        rules = self._exact.get((family, n, k)) or self._classes.get((family, shape_class(n, k)))
+        if not rules:
+            return None
+        for r in rules:
+            if m <= r["m_max"]:
+                return r["instance"]
+        return rules[-1]["instance"]
+
+    def choose(self, candidates: Sequence[KernelEntry], m: int, n: int, k: int) -> KernelEntry:
+        key = (tuple(e.name for e in candidates), m, n, k)
+        at = self._memo.get(key)
+        if at is not None:
+            return candidates[at]
+        picked = _choose(candidates, self, m, n, k)  # raises (and remembers nothing) if none runs (n, k)
+        if len(self._memo) >= self.MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = next(i for i, e in enumerate(candidates) if e is picked)
+        return picked

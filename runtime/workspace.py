@@ -70,6 +70,11 @@ class Workspace:
         # Freed by close(), or when the workspace is garbage-collected.
         self._finalizer = weakref.finalize(self, _free, rt.ctx, self._ptr)
 
+    def capacity(self) -> tuple:
+        """Everything fits() and fits_split() read: equal capacities answer
+        them alike (the runtime keys its remembered decisions on this)."""
+        return bool(self._ptr), self.max_m, self.quant_k, self.counter_slots, self.partial_bytes
+
     def fits(self, M: int, K: int) -> bool:
         """Whether a call with M tokens of K channels has room here."""
         return bool(self._ptr) and M <= self.max_m and K <= self.quant_k

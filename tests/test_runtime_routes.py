@@ -301,3 +301,22 @@ def test_pdl_kernels_launch_with_programmatic_serialization(sm90a_entries):
         assert attrs(quant) == {}
     with env.override(no_pdl=True):
         assert attrs(gemm) == {} and set(attrs(pair)) == {cluster_id}
+
+
+def test_decisions_are_remembered_and_match_the_rule(fake):
+    """rt.decide answers repeated questions from its memo; each answer is the
+    one the rule gives fresh, whatever the workspace, and a swapped table or
+    a switched knob is seen at once."""
+    rt, _ = fake
+    wide, plain = rt.workspace(256, 7168, max_n=4096), rt.workspace(256, 7168)
+    for ws in (None, plain, wide):
+        for m, n, k in ((64, 4096, 7168), (16, 7168, 2048), (949, I, H), (200, 4096, 7168)):
+            d = rt.decide(m, n, k, workspace=ws)
+            assert d is rt.decide(m, n, k, workspace=ws)
+            assert d == rt._decide(m, n, k, "block", tp=1, parallel="column", workspace=ws, out_rows=None)
+    _split_table(rt, 4096, 7168)
+    assert rt.decide(64, 4096, 7168, workspace=wide).instance == SPLIT  # the new table, not the memo
+    assert rt.decide(64, 4096, 7168, workspace=plain).instance != SPLIT  # no room for its partials
+    with env.override(w8a16_only=True):
+        assert not rt.decide(64, 4096, 7168, workspace=wide).w8a8
+    assert rt.decide(64, 4096, 7168, workspace=wide).instance == SPLIT
