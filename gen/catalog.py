@@ -445,9 +445,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # block mode: the weight scales ride in each stage (cp.async by the
     # producer) instead of being loaded from L2 by the math warps (name: _ws)
     ws_stage: bool = False
-    # row and tensor modes: the MMAs accumulate straight into the total (no
-    # per-block temporary or promotion; name: _d)
-    direct: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -468,7 +465,7 @@ class W8A8WgmmaSpec(KernelSpec):
         args = [self.bm, self.bn, self.stages, self.group_n, self.ksplit, f"wg::{self.scale_mode}", self.temps,
                 self.kslices, self.n_chunks, self.cluster_m, self.cluster_n, self.out_boxes]
         optional = [(self.fixed_n, 0), (self.fixed_k, 0), (self.cluster_k, 1), (b(self.walk_m), "false"),
-                    (b(self.ws_stage), "false"), (b(self.direct), "false")]
+                    (b(self.ws_stage), "false")]
         while optional and optional[-1][0] == optional[-1][1]:
             optional.pop()
         return [str(a) for a in args] + [str(v) for v, _ in optional]
@@ -484,9 +481,8 @@ class W8A8WgmmaSpec(KernelSpec):
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
         ws = "_ws" if self.ws_stage else ""
-        direct = "_d" if self.direct else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{direct}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -568,13 +564,8 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:
             raise CatalogError(f"{self.name}: a cluster along M halves the W box: bn must be a multiple of 16")
-        if self.direct and (self.scale_mode == "kScaleBlock" or self.temps != 1 or self.n_chunks != 1
-                            or self.kslices != 1 or self.cluster_k != 1):
-            raise CatalogError(f"{self.name}: direct accumulation is for the row and tensor families, with temps 1, "
-                               "n_chunks 1 and no K split across CTAs (a block-scaled total needs its promotion)")
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary
-        # (direct: the total only)
-        acc_regs = self.bn // 2 + (0 if self.direct else self.temps * self.bn // self.n_chunks // 2)
+        acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
         if acc_regs > math_regs - 40:
             raise CatalogError(f"{self.name}: bn={self.bn} with {self.temps} temporaries needs {acc_regs} "
                                f"accumulator registers per thread; a math warpgroup gets {math_regs}")

@@ -152,28 +152,6 @@ def test_weight_scales_in_the_stage_are_named_sized_and_rendered():
         W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, ws_stage=True).check(hw)
 
 
-def test_direct_accumulation_is_single_scale_only_and_frees_the_temporaries():
-    """direct (_d): the row and tensor families accumulate into the total,
-    so 128x256 fits in one chunk (128 registers, no temporary); the flag
-    reaches Config; the block-scaled family, two temporaries, column chunks
-    and K slices are refused."""
-    from gen.catalog import W8A8RowSpec, W8A8TensorSpec
-    from gen.render import render
-
-    hw = load_hardware("sm_90a")
-    wide = W8A8TensorSpec(arch="sm_90a", bm=128, bn=256, stages=4, out_boxes=1, direct=True)
-    wide.check(hw)
-    assert wide.name.endswith("_128x256x128_s4_g16_o1_d_sm90a")
-    assert "1, 1, 1, 0, 0, 1, false, false, true>;" in render(wide)
-    with pytest.raises(CatalogError, match="accumulator registers"):  # the same tile with a temporary
-        W8A8TensorSpec(arch="sm_90a", bm=128, bn=256, stages=4, out_boxes=1).check(hw)
-    for bad in (dict(temps=2), dict(n_chunks=2)):
-        with pytest.raises(CatalogError, match="direct"):
-            W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, direct=True, **bad).check(hw)
-    with pytest.raises(CatalogError, match="direct"):
-        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, direct=True).check(hw)
-
-
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only
@@ -189,7 +167,7 @@ def test_config_arguments_follow_the_header_order():
     # a distinct value in every slot (not a valid kernel: nothing checks it here)
     every = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=10, group_n=8, ksplit=2, temps=3, kslices=4,
                           n_chunks=5, cluster_m=6, cluster_n=7, out_boxes=9, fixed_n=7168, fixed_k=2048,
-                          cluster_k=11, walk_m=False, ws_stage=True, direct=True)
+                          cluster_k=11, walk_m=False, ws_stage=True)
     args = every.config_args()
     assert len(args) == len(names), (names, args)
     for name, arg in zip(names, args):

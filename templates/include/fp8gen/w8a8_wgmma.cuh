@@ -62,8 +62,7 @@ struct Params {
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
-          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false,
-          bool DIRECT_ = false>
+          int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, STAGES = STAGES_, GROUP_N = GROUP_N_, KSPLIT = KSPLIT_;
   // Per-128-K temporaries in flight: with 2, block k+1's MMAs run while
@@ -99,12 +98,6 @@ struct Config {
   // (0: read from Params), so that the tile walk, the K loop's bounds and
   // the weight-scale rows fold to constants; the shim refuses other shapes.
   static constexpr int FIXED_N = FIXED_N_, FIXED_K = FIXED_K_;
-  // Row and tensor modes (one scale per row / per tensor, applied at the
-  // end): with DIRECT the MMAs accumulate straight into the total over all
-  // K blocks, with no per-block temporary and no promotion, so a math
-  // thread holds only the total (BN / 2 registers: 128x256 tiles fit, one
-  // m64n256 MMA per 32 K, the fewest shared-memory bytes per MMA).
-  static constexpr bool DIRECT = DIRECT_;
   static constexpr bool BLOCK_SCALES = SCALE_MODE == kScaleBlock;
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
   // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
@@ -184,9 +177,7 @@ struct Config {
   static_assert(OUT_BOXES_ == 0 || (TMA_STORE && (BN / 64) % (OUT_BOXES_ > 0 ? OUT_BOXES_ : 1) == 0),
                 "staged boxes divide the row");
   // (gen/catalog.py checks the same budget: 40 registers left for the rest)
-  static_assert(!DIRECT || (SCALE_MODE != kScaleBlock && TEMPS == 1 && CHUNKS == 1 && SLICES == 1 && CLUSTER_K == 1),
-                "direct accumulation: a single-scale mode, one temporary's worth of MMAs, no split across CTAs");
-  static_assert(BN / 2 + (DIRECT ? 0 : TEMPS * CHUNK_N / 2) <= (MATH_REGS > 0 ? MATH_REGS : 96) - 40,
+  static_assert(BN / 2 + TEMPS * CHUNK_N / 2 <= (MATH_REGS > 0 ? MATH_REGS : 96) - 40,
                 "the total and its temporaries fit the register budget");
 };
 
@@ -435,18 +426,16 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
     // its last chunk, then acc (that chunk's columns) += t * scales.
-    // This warp is done with stage s (its MMAs waited, its scales read).
-    auto release = [&](int s) {
-      __syncwarp();
-      if (lane == 0) {
-        ptx::mbar_arrive(empty(s));
-        if constexpr (C::PAIR > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies land here too
-      }
-    };
     auto retire = [&](int s, int ch, float (&t)[TACC], float sa0, float sa1, float wsc_lo, float wsc_hi) {
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
-      if (ch == C::CHUNKS - 1) release(s);
+      if (ch == C::CHUNKS - 1) {
+        __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
+        if (lane == 0) {
+          ptx::mbar_arrive(empty(s));
+          if constexpr (C::PAIR > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);  // the peer's copies land here too
+        }
+      }
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
       float* part = acc + ch * TACC;
@@ -468,34 +457,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     };
 
-    if constexpr (C::DIRECT) {
-      // Every block's MMAs into the total; one block's group stays in flight
-      // while the stage before it is released. (The total starts at zero,
-      // so every MMA accumulates.)
-      int held = -1;  // the stage whose MMAs are in flight
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
-        ptx::mbar_wait(full(s), ph);
-#pragma unroll
-        for (int i = 0; i < NACC; ++i) ptx::fence_operand(acc[i]);
-        ptx::wgmma_fence();
-        const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg_row * 64 * kBlockK);
-        const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES);
-#pragma unroll
-        for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::BN>::mma(acc, da + 2 * k, dw + 2 * k, true);
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<1>();
-        if (held >= 0) release(held);
-        held = s;
-      }
-      ptx::wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < NACC; ++i) ptx::fence_operand(acc[i]);
-      if (held >= 0) release(held);
-    } else if constexpr (C::TEMPS == 2) {
+    if constexpr (C::TEMPS == 2) {
       // Two temporaries over the steps (block, chunk) in order, the loop
       // unrolled by two so that each temporary has fixed registers (ptxas
       // then keeps one commit group in flight across the other's promotion
