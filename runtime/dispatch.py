@@ -126,7 +126,7 @@ class DispatchTable(Mapping):
         self._memo: Dict[Tuple[Tuple[str, ...], int, int, int], int] = {}
 
     def __getitem__(self, family: str) -> List[Dict[str, Any]]:
-        return self._rules[family]
+        return [dict(r) for r in self._rules[family]]  # copies: the index holds the originals
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rules)

@@ -68,6 +68,10 @@ def test_it_reads_as_the_rules_it_was_made_from(rules):
     assert not DispatchTable({}) and (DispatchTable({}) or {}) == {}
     with pytest.raises(TypeError):
         table["w8a8_wgmma"] = []  # read-only
+    before = table.lookup("w8a8_wgmma", 64, 7168, 2048)
+    table["w8a8_wgmma"][0]["instance"] = "edited"  # a copy: the index is untouched
+    table["w8a8_wgmma"].clear()
+    assert table.lookup("w8a8_wgmma", 64, 7168, 2048) == before and table["w8a8_wgmma"] == rules["w8a8_wgmma"]
     # a copy: editing the rules afterwards does not reach the index
     mine = {"w8a8_mma": [{"shape_class": "widening", "m_max": 64, "instance": "a"}]}
     frozen = DispatchTable(mine)
