@@ -176,14 +176,17 @@ class Runtime:
                                    instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
 
     def w8a8_wgmma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
-                   workspace: Optional[Workspace] = None):
+                   workspace: Optional[Workspace] = None, early_weights: bool = False):
         """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent); a_scale is
         MN-major [K/128, M_pad] like w8a8_cutlass's. Given a workspace made
-        with max_n, the split-K instances (small M) may run."""
+        with max_n, the split-K instances (small M) may run. early_weights:
+        the kernel just before this call on `stream` writes neither w nor
+        w_scale, so the GEMM may start reading them before it waits for that
+        kernel (see ops.w8a8_wgmma); rt.linear sets it itself."""
         a, w = v.matrix("w8a8_wgmma", "a", a), v.matrix("w8a8_wgmma", "weight", w)
         self.run_plan(ops.w8a8_wgmma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                      instance=instance or self._gemm_instance("w8a8_wgmma", a, w, workspace),
-                                     workspace=workspace), stream)
+                                     workspace=workspace, early_weights=early_weights), stream)
 
     def quant_tensor(self, x, q, state, *, w_scale=None, eps: float = ops.DEFAULT_EPS, stream=None):
         """Per-tensor quantization in three device steps (no host sync); see ops.quant_tensor."""
@@ -199,17 +202,23 @@ class Runtime:
         for plan in ops.nvfp4_to_fp8(self.entries, packed, block_scale, global_scale, q, state, device=self.device):
             self.run_plan(plan, stream)
 
-    def w8a8_row(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
-        """Per-row W8A8: per-token a_scale[M] x per-channel w_scale[N]."""
+    def w8a8_row(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
+                 early_weights: bool = False):
+        """Per-row W8A8: per-token a_scale[M] x per-channel w_scale[N]
+        (early_weights: as for w8a8_wgmma)."""
         a, w = v.matrix("w8a8_row", "a", a), v.matrix("w8a8_row", "weight", w)
         self.run_plan(ops.w8a8_row(self.entries, a, a_scale, w, w_scale, out, device=self.device,
-                                   instance=instance or self._gemm_instance("w8a8_row", a, w)), stream)
+                                   instance=instance or self._gemm_instance("w8a8_row", a, w),
+                                   early_weights=early_weights), stream)
 
-    def w8a8_tensor(self, a, scale, w, out, *, stream=None, instance: Optional[str] = None):
-        """Per-tensor W8A8: out = (a . w) * scale, scale a device f32 scalar."""
+    def w8a8_tensor(self, a, scale, w, out, *, stream=None, instance: Optional[str] = None,
+                    early_weights: bool = False):
+        """Per-tensor W8A8: out = (a . w) * scale, scale a device f32 scalar
+        (early_weights: as for w8a8_wgmma)."""
         a, w = v.matrix("w8a8_tensor", "a", a), v.matrix("w8a8_tensor", "weight", w)
         self.run_plan(ops.w8a8_tensor(self.entries, a, scale, w, out, device=self.device,
-                                      instance=instance or self._gemm_instance("w8a8_tensor", a, w)), stream)
+                                      instance=instance or self._gemm_instance("w8a8_tensor", a, w),
+                                      early_weights=early_weights), stream)
 
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)

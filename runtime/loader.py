@@ -17,6 +17,9 @@ from runtime.driver import check, driver, init
 from runtime.errors import LoadError
 from runtime.paths import ARCHES, build_dir, manifest_path
 
+# wgmma_gemm::ParamFlags (templates/include/fp8gen/w8a8_wgmma.cuh)
+EARLY_WEIGHTS = 1
+
 
 @dataclasses.dataclass
 class LoadedKernel:
@@ -58,6 +61,12 @@ class HostShim:
         if self._split is not None:
             self._split.restype = ctypes.c_int
             self._split.argtypes = [ctypes.c_int] * 4 + [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_long)]
+        # Params flags (the wgmma shims): kEarlyWeights lets the kernel copy its
+        # first W boxes before its grid-dependency wait (see prepare)
+        self._set_flags = getattr(lib, f"{entry.symbol}_set_flags", None)
+        if self._set_flags is not None:
+            self._set_flags.restype = None
+            self._set_flags.argtypes = [ctypes.c_void_p, ctypes.c_uint]
         self.entry = entry
         self.size = int(entry.constraints["params_bytes"])
         # 64-byte aligned storage for Params (it holds 64-byte aligned TMA descriptors)
@@ -107,6 +116,8 @@ class HostShim:
                    6: "the split-K instance got no (or too small a) workspace for its counters and partial "
                       "tiles"}.get(rc, rc)
             raise LaunchError(f"{self.name}: host shim refused: {why}")
+        if args.get("early_weights") and self._set_flags is not None:
+            self._set_flags(ctypes.addressof(self.params), EARLY_WEIGHTS)
         return self.params, (self.grid[0], self.grid[1], self.grid[2])
 
 

@@ -202,12 +202,14 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
                   max_m=k.constraints["max_m"], instance=instance)
 
 
-def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance, workspace=None) -> Launch:
+def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance, workspace=None,
+                   early_weights: bool = False) -> Launch:
     """The Params-launched W8A8 GEMMs (a host shim builds Params and the
     grid): MN-major activation scales [K/128, M_pad] (token index
     contiguous, M_pad >= M a multiple of 4), as quant_group writes them.
     A split-K instance takes its counters and partial tiles from
-    `workspace` (a runtime.Workspace made with max_n)."""
+    `workspace` (a runtime.Workspace made with max_n). `early_weights`: see
+    w8a8_wgmma."""
     a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
     w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
@@ -229,21 +231,30 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
                   f"{k.name} splits K across CTAs and needs a workspace (rt.workspace(..., max_n=N))")
         split = workspace.split_args(k, M, N, K)
     return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
-                                     out=Os.ptr, M=M, N=N, K=K, **split))
+                                     out=Os.ptr, M=M, N=N, K=K, early_weights=bool(early_weights), **split))
 
 
 def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-                 instance: Optional[str] = None, workspace=None) -> Launch:
+                 instance: Optional[str] = None, workspace=None, early_weights: bool = False) -> Launch:
     """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
-    scales are MN-major [K/128, M_pad], as quant_group writes them."""
-    return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance, workspace)
+    scales are MN-major [K/128, M_pad], as quant_group writes them.
+    (`early_weights` is accepted for a common signature; CUTLASS ignores it.)"""
+    return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance, workspace,
+                          early_weights)
 
 
 def w8a8_wgmma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-               instance: Optional[str] = None, workspace=None) -> Launch:
+               instance: Optional[str] = None, workspace=None, early_weights: bool = False) -> Launch:
     """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent): the same operands
-    as w8a8_cutlass; split-K instances need `workspace`."""
-    return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance, workspace)
+    as w8a8_cutlass; split-K instances need `workspace`.
+
+    early_weights: the caller promises that the kernel just before this one
+    on the stream writes neither `w` nor `w_scale`. The GEMM may then start
+    copying its first weight boxes before it waits for that kernel
+    (programmatic dependent launch), which hides most of the first loads'
+    DRAM latency at small M. Without the promise it waits first."""
+    return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance, workspace,
+                          early_weights)
 
 
 # The fast (MN-major, Params-launched) families' plans, by family.
@@ -359,11 +370,12 @@ def nvfp4_to_fp8(entries, packed, block_scale, global_scale, q, state, *,
             Launch(k, grid, dict(args, stage=2))]
 
 
-def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance) -> Launch:
+def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance,
+                       early_weights: bool = False) -> Launch:
     """The single-scale GEMMs: per row (a_scale [M], w_scale [N]) or per
     tensor (a_scale a device scalar). The wgmma families launch through their
     host shim (Params), the mma.sync ones with explicit pointers, a block per
-    tile."""
+    tile. `early_weights` (the wgmma families): see w8a8_wgmma."""
     found = _only(entries, op)
     a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
     M, N, K = v.gemm_dims(op, a, w, n_multiple=found[0].constraints.get("n_multiple", 16))
@@ -381,24 +393,24 @@ def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, in
     k = _instance(found, M, instance)
     if k.shim:
         return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr, out=Os.ptr,
-                                         M=M, N=N, K=K))
+                                         M=M, N=N, K=K, early_weights=bool(early_weights)))
     args = dict(a=As.ptr, w=Ws.ptr, out=Os.ptr, M=M, N=N, K=K)
     args.update(dict(a_scale=a_ptr, w_scale=w_ptr) if per_row else dict(scale=a_ptr))
     return Launch(k, _tile_grid(k, M, N), args)
 
 
 def w8a8_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-             instance: Optional[str] = None) -> Launch:
+             instance: Optional[str] = None, early_weights: bool = False) -> Launch:
     """out[M,N] bf16 = (a[M,K] e4m3 . w[N,K] e4m3) * a_scale[M] (per token) *
     w_scale[N] (per channel), FP32 accumulation, scaled once."""
-    return _single_scale_gemm("w8a8_row", entries, a, a_scale, w, w_scale, out, device, instance)
+    return _single_scale_gemm("w8a8_row", entries, a, a_scale, w, w_scale, out, device, instance, early_weights)
 
 
 def w8a8_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
-                instance: Optional[str] = None) -> Launch:
+                instance: Optional[str] = None, early_weights: bool = False) -> Launch:
     """out[M,N] bf16 = (a . w) * scale, `scale` a device f32 scalar (e.g.
     quant_tensor's state[2]: activation x weight scale), read on the device."""
-    return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance)
+    return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance, early_weights)
 
 
 def w8a8_mma_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,

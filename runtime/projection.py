@@ -36,24 +36,37 @@ def quantize_plans(entries, d: Decision, x, workspace, device: Optional[int], we
     return [ops.quant_group(entries, x, q, s, device=device, mn_major=mn_major)], q, s
 
 
+# A W8A8 projection's GEMM runs right after a kernel of the same composite
+# (its activation quantizer, or the FFN's previous projection), which writes
+# no weight: the wgmma GEMMs may read their weights before they wait for it
+# (ops.w8a8_wgmma, early_weights).
+EARLY_WEIGHTS = True
+
+
 def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, out,
                      device: Optional[int], workspace=None) -> List[ops.Launch]:
     """The GEMM launch of decision `d` (a split-K fast instance takes its
-    counters and partial tiles from `workspace`)."""
+    counters and partial tiles from `workspace`). A W8A8 `d` must come after
+    its quantization in the same composite (see EARLY_WEIGHTS)."""
     if d.arm == ARM_W8A8_TENSOR:
         weight.expect("tensor", d.arm)
-        plan = ops.w8a8_tensor if d.family == "w8a8_tensor" else ops.w8a8_mma_tensor
-        return [plan(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
+        if d.family == "w8a8_tensor":
+            return [ops.w8a8_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance,
+                                    early_weights=EARLY_WEIGHTS)]
+        return [ops.w8a8_mma_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_ROW:
         weight.expect("row", d.arm)
         w_scale = weight.scale if weight.scale.shape == (weight.n,) else \
             type(weight.scale).raw(weight.scale.ptr, (weight.n,), "f32", device=weight.scale.device)
-        plan = ops.w8a8_row if d.family == "w8a8_row" else ops.w8a8_mma_row
-        return [plan(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance)]
+        if d.family == "w8a8_row":
+            return [ops.w8a8_row(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance,
+                                 early_weights=EARLY_WEIGHTS)]
+        return [ops.w8a8_mma_row(entries, q, scale, weight.weight, w_scale, out, device=device,
+                                 instance=d.instance)]
     if d.arm == ARM_W8A8_FAST:
         plan = ops.FAST_PLANS[d.family]
         return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance,
-                     workspace=workspace)]
+                     workspace=workspace, early_weights=EARLY_WEIGHTS)]
     if d.w8a8:
         return [ops.w8a8_mma(entries, q, scale, weight.weight, weight.scale, out, device=device,
                              instance=d.instance)]

@@ -2,7 +2,8 @@
 slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster and weight-scales-in-the-stage wgmma
 instance (shape-specialized ones only when named, at their own N and K),
-launched twice (the counters' reset path included),
+launched three times (the counters' reset path included; twice with
+early_weights, the first W copies before the grid-dependency wait),
 checked against float64, at M = 72 and 16. At 72 x 256 a cluster's second
 CTA along M lies past the last row, so that path runs too; M below a tile's
 rows shrinks the A and A-scale boxes (Shim::prepare).
@@ -30,15 +31,17 @@ def main() -> int:
         # a shape-specialized instance runs at its own N and K (slower under the tool)
         N, K = (specs[name].fixed_n, specs[name].fixed_k) if specs[name].fixed_n else (256, 1024)
         ws = rt.workspace(72, 128, max_n=N)
-        for M in (72, 16):
+        # the last two with the first W copies before the grid-dependency wait (rt.linear's launch)
+        for M, early in ((72, False), (16, True), (72, True)):
             w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
             a_q, a_s = quantize_act(torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16))
             out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-            rt.w8a8_wgmma(a_q, a_s.t().contiguous(), w_q, w_s, out, instance=name, workspace=ws)
+            rt.w8a8_wgmma(a_q, a_s.t().contiguous(), w_q, w_s, out, instance=name, workspace=ws,
+                          early_weights=early)
             torch.cuda.synchronize()
             err = rel_rms(out, dequant_act(a_q, a_s) @ dequant_weight(w_q, w_s).T)
             bad += not err < 2.0**-7
-            print(f"{name} M={M}: rel RMS {err:.2e}", flush=True)
+            print(f"{name} M={M} early_weights={early}: rel RMS {err:.2e}", flush=True)
     return 1 if bad else 0
 
 

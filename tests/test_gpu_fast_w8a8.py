@@ -49,8 +49,8 @@ def split_ws(rt):
     ws.close()
 
 
-def _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, out, ws):
-    extra = {"workspace": ws} if family == "w8a8_wgmma" else {}
+def _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, out, ws, early_weights=False):
+    extra = {"workspace": ws, "early_weights": early_weights} if family == "w8a8_wgmma" else {}
     getattr(rt, family)(a_q, a_s_mn, w_q, w_s, out, instance=instance, **extra)
 
 
@@ -196,13 +196,16 @@ PDL_CHAIN = [("w8a8_wgmma", SPLIT[-1])] + [
 
 @pytest.mark.parametrize("family,instance", PDL_CHAIN, ids=[i for _, i in PDL_CHAIN])
 @pytest.mark.parametrize("M", [64, 1000])
-def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, family, instance, M):
+@pytest.mark.parametrize("early", [False, True], ids=["wait", "early_weights"])
+def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, family, instance, M, early):
     """The pipeline the fast GEMMs launch into: the quantizer writes A and
     its scales, lets the GEMM launch early (launch_dependents), and the GEMM
     (launched with programmatic serialization) must wait for it before its
-    first load. Eight rounds reuse the same A buffers with no sync between
-    them, each into its own output: a GEMM that read A early would see the
-    round before's values, and its output would be wrong."""
+    first load of A. Eight rounds reuse the same A buffers with no sync
+    between them, each into its own output: a GEMM that read A early would
+    see the round before's values, and its output would be wrong. With
+    early_weights (as rt.linear launches) W is read before the wait; A
+    still must not be."""
     from runtime import env
 
     assert rt._loaded[instance].entry.pdl and not env.knobs().no_pdl
@@ -217,7 +220,7 @@ def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, family, instance, M)
     torch.cuda.synchronize()
     for x, out in zip(xs, outs):
         rt.quant_group(x, a_q, a_s, mn_major=True)
-        _run(rt, family, instance, a_q, a_s, w_q, w_s, out, ws)
+        _run(rt, family, instance, a_q, a_s, w_q, w_s, out, ws, early_weights=early)
     torch.cuda.synchronize()
     W = dequant_weight(w_q, w_s)
     for i, (x, out) in enumerate(zip(xs, outs)):
@@ -228,3 +231,32 @@ def test_quantizer_then_gemm_back_to_back_with_pdl(rt, gen, family, instance, M)
         ok, detail = gemm_error_ok(out, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
         assert ok, f"round {i}: {detail}"
     ws.close()
+
+
+# every wgmma instance once: generic ones at a shape where 64-row tiles fill
+# more than one wave (a CTA's first unit is not its only one), specialized
+# ones at their own shape
+EARLY = [(i, n, k) for f, i, n, k in CASES if f == "w8a8_wgmma" and (n, k) in
+         ((SPECS[i].fixed_n, SPECS[i].fixed_k) if SPECS[i].fixed_n else ((24576, 1536),))]
+
+
+@pytest.mark.parametrize("instance,N,K", EARLY, ids=[i for i, _, _ in EARLY])
+@pytest.mark.parametrize("M", [1, 100, 1000])
+def test_early_weights_give_the_same_bits(rt, gen, split_ws, instance, N, K, M):
+    """early_weights moves the first W copies before the grid-dependency
+    wait (instances outside clusters) and changes nothing else: the same
+    inputs give the same bits with and without it, back to back on one
+    stream, and both are correct."""
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+    a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
+    rt.scale_mn_major(a_s, a_s_mn)
+    outs = [Guarded((M, N), torch.bfloat16, float("nan")) for _ in range(3)]
+    for out, early in zip(outs, (False, True, True)):
+        _run(rt, "w8a8_wgmma", instance, a_q, a_s_mn, w_q, w_s, out.view, split_ws, early_weights=early)
+    torch.cuda.synchronize()
+    assert all(o.canaries_intact() for o in outs)
+    A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+    ok, detail = gemm_error_ok(outs[0].view, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+    assert ok, detail
+    assert torch.equal(outs[0].view, outs[1].view) and torch.equal(outs[1].view, outs[2].view)

@@ -123,7 +123,8 @@ def test_per_row_linear_against_float64(rt, gen, M, N, K):
 
 @pytest.mark.parametrize("family", ["w8a8_tensor", "w8a8_row"])
 def test_every_single_scale_instance(rt, gen, family):
-    """Each instance directly (the route above takes the dispatched one)."""
+    """Each instance directly (the route above takes the dispatched one),
+    and with early_weights (rt.linear's launch) to the same bits."""
     M, N, K = 100, 2112, 7168
     x = _bf16((M, K), gen)
     a_q, sa = ref.quant_token(x.float().cpu().numpy())
@@ -142,9 +143,15 @@ def test_every_single_scale_instance(rt, gen, family):
             scale = torch.tensor(0.0123, dtype=torch.float32, device="cuda")
             rt.w8a8_tensor(a_q_t, scale, w_q, out.view, instance=e.name)
             A, Ws = a_q_t.view(torch.float8_e4m3fn).double() * 0.0123, W
+        early = Guarded((M, N), torch.bfloat16, float("nan"))
+        if family == "w8a8_row":
+            rt.w8a8_row(a_q_t, sa_t, w_q, sw, early.view, instance=e.name, early_weights=True)
+        else:
+            rt.w8a8_tensor(a_q_t, scale, w_q, early.view, instance=e.name, early_weights=True)
         torch.cuda.synchronize()
         ok, detail = gemm_error_ok(out.view, A @ Ws.T, A.abs() @ Ws.abs().T, acc_bits=QGMMA_ACC_BITS)
         assert ok and out.canaries_intact(), f"{e.name}: {detail}"
+        assert early.canaries_intact() and torch.equal(early.view, out.view), f"{e.name}: early_weights changed it"
 
 
 def test_per_tensor_pipeline_captures_in_a_cuda_graph(rt, gen):

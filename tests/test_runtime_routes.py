@@ -78,6 +78,23 @@ def test_linear_takes_the_fast_arm_with_mn_major_scales(fake):
         assert quant["mn_major"] == 1 and quant["ld_scale"] == gemm["ld_scale"] == -(-m // 4) * 4
         assert quant["scale"] == gemm["a_scale"] and quant["q"] == gemm["a"]
         assert launches[1][1] == d.instance
+        assert gemm["early_weights"] is True  # right after its quantizer, which writes no weight
+
+
+def test_direct_gemm_calls_read_weights_early_only_when_asked(fake):
+    """A direct call cannot know what the kernel before it wrote: it waits
+    for it before reading W unless the caller says early_weights."""
+    rt, launches = fake
+    m, n, k = 64, 4096, 7168
+    a, sa, w, sw = arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"), arr((n // 128, k // 128), "f32")
+    for early in (None, False, True):
+        launches.clear()
+        extra = {} if early is None else {"early_weights": early}
+        rt.w8a8_wgmma(a, sa, w, sw, arr((m, n), "bf16"), **extra)
+        rt.w8a8_row(a, arr((m,), "f32"), w, arr((n,), "f32"), arr((m, n), "bf16"), **extra)
+        rt.w8a8_tensor(a, arr((), "f32"), w, arr((m, n), "bf16"), **extra)
+        assert families(launches) == ["w8a8_wgmma", "w8a8_row", "w8a8_tensor"]
+        assert all(args["early_weights"] is bool(early) for _, _, args in launches)
 
 
 def test_linear_falls_back_to_w8a16_by_rule(fake):
@@ -102,6 +119,7 @@ def test_dense_ffn_launch_order(fake):
     fast = [d.family for d in decisions]
     assert all(f in FAST_FAMILIES for f in fast)
     assert families(launches) == ["quant_group", fast[0], fast[1], "quant_silu_mul", fast[2]]
+    assert all(launches[i][2]["early_weights"] is True for i in (1, 2, 4))  # each after a kernel of ours
     quant_x, silu = launches[0][2], launches[3][2]
     assert launches[1][2]["a"] == launches[2][2]["a"] == quant_x["q"]  # gate and up share one quantization
     assert silu["q"] == quant_x["q"] and silu["h"] == 0  # down quantizes over the same scratch
@@ -146,11 +164,13 @@ def test_single_scale_weights_take_their_own_kernels(fake):
     state = ws.tensor_state().ptr
     assert all(a["state"] == state for _, _, a in launches[:3]) and launches[3][2]["a_scale"] == state + 8
     assert launches[0][2]["w_scale"] != 0 and launches[3][2]["a"] == launches[2][2]["q"]
+    assert launches[3][2]["early_weights"] is True
     launches.clear()
     w = weight(I, H, scale_shape=(I, 1))
     d = rt.linear(arr((949, H), "bf16"), w, arr((949, I), "bf16"), ws)
     assert d.arm == "W8A8 per-row" and families(launches) == ["quant_token", "w8a8_row"]
     assert launches[1][2]["a_scale"] == launches[0][2]["scale"] and launches[1][2]["w_scale"] == w.scale.ptr
+    assert launches[1][2]["early_weights"] is True
 
 
 def test_single_scale_weights_on_an_arch_without_wgmma(sm89_entries, monkeypatch):

@@ -156,7 +156,9 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         if not ctx.want(family) or M % 4:  # unpadded MN-major scales need M % 4 == 0
             continue
         call = getattr(rt, family)
-        extra = {"workspace": ctx.workspace} if family == "w8a8_wgmma" else {}
+        # early_weights: the weights are static here, as rt.linear's are (the
+        # wgmma kernel may read them before it waits for the call before it)
+        extra = {"workspace": ctx.workspace, "early_weights": True} if family == "w8a8_wgmma" else {}
         for inst in _instances(ctx, family, M, N, K):
             run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q"], a["a_s_gm"], w["w_q"], w["w_s"], o,
                                                                  instance=i, **extra), ref_w8a8)
@@ -184,7 +186,8 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     if ctx.want("w8a8_tensor"):
         for inst in _instances(ctx, "w8a8_tensor", M, N, K):
             run("w8a8_tensor", inst, lambda a, w, o, i=inst: rt.w8a8_tensor(a["a_t_q"], a["t_scale"], w["w_t_q"], o,
-                                                                             instance=i), ref_tensor)
+                                                                             instance=i, early_weights=True),
+                ref_tensor)
     if ctx.want("cublaslt_tensor"):
         def scaled_mm_tensor(a, w, o):
             torch._scaled_mm(a["a_t_fp8"], w["w_t_fp8"].t(), scale_a=a["a_t_s"], scale_b=w["w_t_s"],
@@ -198,7 +201,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     if ctx.want("w8a8_row"):
         for inst in _instances(ctx, "w8a8_row", M, N, K):
             run("w8a8_row", inst, lambda a, w, o, i=inst: rt.w8a8_row(a["a_r_q"], a["a_r_s"], w["w_r_q"], w["w_r_s"],
-                                                                       o, instance=i), ref_row)
+                                                                       o, instance=i, early_weights=True), ref_row)
     if ctx.want("cublaslt_row"):
         def scaled_mm_row(a, w, o):
             torch._scaled_mm(a["a_r_fp8"], w["w_r_fp8"].t(), scale_a=a["a_r_s"][:, None],

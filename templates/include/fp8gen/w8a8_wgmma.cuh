@@ -34,6 +34,11 @@ constexpr int kBlockK = 128;  // one activation / weight scale per 128 K
 // epilogue (the 128-K partial sums are still added in FP32 per block).
 enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
 
+// Params::flags bits.
+enum ParamFlags : uint32_t { kEarlyWeights = 1u };
+// Stages whose W boxes may be copied before the grid-dependency wait (kEarlyWeights).
+constexpr int kEarlyStages = 4;
+
 struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows (fewer when M is), 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
@@ -58,6 +63,10 @@ struct Params {
   // Bytes one stage's copies bring (its "full" barrier's transaction count):
   // the A, W and A-scale boxes (Shim::prepare sizes the A ones from M).
   uint32_t stage_tx;
+  // kEarlyWeights: the host knows that the kernel before this one on the
+  // stream does not write W or its scales (runtime/weights.py says when), so
+  // the first stages' W boxes may be copied before the grid-dependency wait.
+  uint32_t flags;
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
@@ -300,6 +309,34 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::BLOCK_SCALES) ptx::prefetch_tensormap(&p.tma_sa);
     if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
   }
+  // With PDL this CTA often starts about 1 us before the kernel ahead of it
+  // has finished (when that kernel's CTA leaves this SM) while DRAM idles.
+  // W does not depend on that kernel (kEarlyWeights), so the copies of the
+  // first unit's first kEarlyStages W boxes (and weight scales) start now;
+  // only A and its scales wait. Not more boxes, and not in clusters: loads
+  // in flight when the kernel ahead finishes delay this grid's release from
+  // the wait (H200: by 0.4-1.3 us with every stage early), and the cluster
+  // K split lost 3-8 % even with 4 (HARDWARE.toml has the A/B).
+  int early = 0;  // stages of the first unit whose weight side is in flight
+  if (C::CLUSTER == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(first_unit, tile, slice, kb_begin, kb_end);
+    coords(tile, tm, tn);
+    const float *ws_lo, *ws_hi;
+    w_scale_rows(tn, ws_lo, ws_hi);
+    early = min(min(C::STAGES, kEarlyStages), kb_end - kb_begin);
+    for (int s = 0; s < early; ++s) {
+      const int kb = kb_begin + s;
+      if constexpr (C::WS_STAGE) {
+        const uint32_t ws = sa_base + s * C::SA_STRIDE + C::SA_BYTES;
+        ptx::cp_async_4(ws, ws_lo + kb);
+        if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
+        ptx::cp_async_mbar_arrive(full(s));
+      }
+      ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);  // A's bytes, copied after the wait, count too
+      ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+    }
+  }
   ptx::grid_dependency_wait();
 
   if (wg == C::MATH_WG) {
@@ -316,6 +353,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         w_scale_rows(tn, ws_lo, ws_hi);
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
+          if (early > 0) {  // this stage's weight side went out before the wait
+            --early;
+            ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
+            if constexpr (C::BLOCK_SCALES)
+              ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
+            if (++stage == C::STAGES) {
+              stage = 0;
+              phase ^= 1;
+            }
+            continue;
+          }
           if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
             const uint32_t ws = sa_base + stage * C::SA_STRIDE + C::SA_BYTES;
             ptx::cp_async_4(ws, ws_lo + kb);
@@ -804,6 +852,9 @@ struct Shim {
 
   static size_t params_size() { return sizeof(Params); }
 
+  // Params::flags of a prepared buffer (kEarlyWeights; 0 clears them).
+  static void set_flags(void* params, unsigned flags) { static_cast<Params*>(params)->flags = flags; }
+
   static void info(int* threads, int* smem, int* cluster) {
     *threads = C::THREADS;
     *smem = C::SMEM_BYTES;
@@ -882,6 +933,7 @@ struct Shim {
 // partial tiles (split-K instances; others need none and ignore them).
 #define FP8GEN_WGMMA_SHIM_EXPORTS(SYM, SHIM)                                                                   \
   extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
+  extern "C" void SYM##_set_flags(void* params, unsigned flags) { SHIM::set_flags(params, flags); }            \
   extern "C" void SYM##_info(int* threads, int* smem, int* cluster) { SHIM::info(threads, smem, cluster); }  \
   extern "C" int SYM##_split(int M, int N, int K, int sm_count, int* slices, long* whole) {                \
     typename SHIM::Split plan;                                                                               \
