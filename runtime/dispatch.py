@@ -34,6 +34,11 @@ def _bucket(rules: List[Dict[str, Any]], m: int) -> Optional[str]:
     return rules[-1]["instance"]
 
 
+# The suffix of a family's second table (gen tune): the fastest instance
+# among those that need no split-K workspace.
+UNSPLIT = "_unsplit"
+
+
 def lookup(dispatch: Dict[str, List[Dict[str, Any]]], family: str, m: int, n: int, k: int) -> Optional[str]:
     if isinstance(dispatch, DispatchTable):
         return dispatch.lookup(family, m, n, k)
@@ -94,10 +99,14 @@ def _choose(candidates: Sequence[KernelEntry], dispatch, m: int, n: int, k: int)
     if not candidates:
         raise ValidationError(f"no {family} instance runs n={n}, k={k} (only shape-specialized ones for other "
                               "shapes, or cluster K splits for larger K, are built)")
-    name = lookup(dispatch, family, m, n, k)
-    for e in candidates:
-        if e.name == name:
-            return e
+    # the family's table; when its pick is not a candidate (a split-K
+    # instance, and the caller has no workspace room for it), the table
+    # measured among the instances that need none
+    for table in (family, family + UNSPLIT):
+        name = lookup(dispatch, table, m, n, k)
+        for e in candidates:
+            if e.name == name:
+                return e
     if "bm" in candidates[0].constraints or "tile_m" in candidates[0].constraints:
         return pick_tile(candidates, m)
     return candidates[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Dict, List, Optional, Tuple
 
-from runtime.dispatch import choose, fits_shape, lookup
+from runtime.dispatch import UNSPLIT, choose, fits_shape, lookup
 from runtime.splitk import unsplit
 from runtime.env import Knobs
 from runtime.errors import ValidationError
@@ -219,11 +219,13 @@ def _fast_clauses(m: int, s: Shard, entries: Dict[str, List[KernelEntry]], arch:
     fastest = lookup(dispatch, FAST_TABLE, m, s.n, s.k)
     preferred = ({fastest} if any(e.name == fastest for e in candidates) else
                  {choose(entries[fam], dispatch, m, s.n, s.k).name for fam in FAST_FAMILIES if entries.get(fam)})
-    # next, each family's tile-rule pick among instances that need no
-    # split-K workspace (what a caller without one gets)
+    # next, for a caller whose workspace has no room for a split-K pick, the
+    # fastest measured among the instances that need none (the table's
+    # unsplit twin), then each family's tile-rule pick among those
+    measured = lookup(dispatch, FAST_TABLE + UNSPLIT, m, s.n, s.k)
     fallback = {choose(unsplit(entries[fam]), {}, m, s.n, s.k).name
                 for fam in FAST_FAMILIES if entries.get(fam)}
-    candidates.sort(key=lambda e: (e.name not in preferred, e.name not in fallback))
+    candidates.sort(key=lambda e: (e.name not in preferred, e.name != measured, e.name not in fallback))
     if not candidates:
         return [Clause("fast_instance_built", False,
                        f"no {' / '.join(FAST_FAMILIES)} instance is built for {arch}", "")], None

@@ -242,6 +242,28 @@ def test_split_k_instance_is_skipped_without_room(fake):
     assert launches[-1][1] == SPLIT
 
 
+def test_without_room_the_measured_unsplit_pick_runs(fake):
+    """A caller whose workspace has no split-K room gets the table's unsplit
+    twin's instance (gen tune: the fastest that needs no workspace), for
+    rt.linear and for direct calls alike, not the tile rule's guess."""
+    rt, launches = fake
+    m, n, k = 64, 4096, 7168
+    _split_table(rt, n, k)
+    rule_pick = rt.decide(m, n, k, workspace=rt.workspace(256, k), out_rows=m).instance
+    other = next(e.name for e in rt.entries["w8a8_wgmma"]
+                 if e.constraints.get("k_slices", 1) == 1 and e.name != rule_pick and "_for" not in e.name
+                 and e.cluster == (1, 1, 1))
+    row = {"n": n, "k": k, "m_max": 256, "instance": other}
+    rt.dispatch = {**rt.dispatch, "w8a8_fast_unsplit": [row], "w8a8_wgmma_unsplit": [row]}
+    d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), rt.workspace(256, k))
+    assert d.instance == other and launches[-1][1] == other, d.explain()
+    rt.w8a8_wgmma(arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
+                  arr((n // 128, k // 128), "f32"), arr((m, n), "bf16"))
+    assert launches[-1][1] == other
+    d = rt.linear(arr((m, k), "bf16"), weight(n, k), arr((m, n), "bf16"), rt.workspace(256, k, max_n=n))
+    assert d.instance == SPLIT  # with room, the split pick still runs
+
+
 def test_split_k_counters_start_zeroed(fake, monkeypatch):
     rt, _ = fake
     sets = []

@@ -81,11 +81,49 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
             if len(times) > 1:
                 assert dispatch.lookup(table, family, m, n, k) == min(times, key=times.get), (family, n, k, m)
                 checked += 1
+            whole = {i: us for i, us in times.items() if not tune.SPLIT_TAG.search(i)}
+            if family + dispatch.UNSPLIT in table and len(whole) > 1:
+                assert dispatch.lookup(table, family + dispatch.UNSPLIT, m, n, k) == min(whole, key=whole.get), \
+                    (family, "unsplit", n, k, m)
+                checked += 1
     assert checked > 0
+    assert {"w8a8_wgmma" + dispatch.UNSPLIT, "w8a8_fast" + dispatch.UNSPLIT} <= set(table)
     levers = tune.derive_levers(rows)
     defaults = load_hardware("sm_90a").defaults
     for lever, (cap, _) in levers.items():
         assert defaults.get(lever) == cap
+
+
+def test_a_split_k_family_gets_an_unsplit_table_that_the_runtime_falls_back_to():
+    """Where a split-K instance is fastest, a caller without workspace room
+    for it gets the fastest of the others as measured (the `_unsplit`
+    table), not the tile rule's guess; a family without split instances
+    gets no second table."""
+    split = "w8a8_wgmma_e4m3e4m3_bf16_64x128x128_s8_g16_t2_x4_ws_sm90a"
+    k2 = "w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_k2_sm90a"
+    wide = "w8a8_wgmma_e4m3e4m3_bf16_64x256x128_s4_g16_sm90a"
+    rows = []
+    for M in (16, 64):
+        rows += [row("w8a8_wgmma", split, M, 5120, 17408, 1.0), row("w8a8_wgmma", k2, M, 5120, 17408, 1.1),
+                 row("w8a8_wgmma", wide, M, 5120, 17408, 1.5), row("w8a8_mma", "mma", M, 5120, 17408, 9.0)]
+    table = tune.derive_dispatch(rows)
+    assert {r["instance"] for r in table["w8a8_wgmma"]} == {split}
+    assert {r["instance"] for r in table["w8a8_wgmma" + dispatch.UNSPLIT]} == {k2}
+    assert "w8a8_mma" + dispatch.UNSPLIT not in table
+    # the runtime: the family's table first, then its unsplit twin, then the tile rule
+    from runtime.manifest import KernelEntry
+
+    def entry(name, bm, bn, slices):
+        return KernelEntry(family="w8a8_wgmma", name=name, symbol=name, abi=(), threads=256, cluster=(1, 1, 1),
+                           static_smem=0, dynamic_smem=0, registers=0, spill_bytes=0, stack_bytes=0, params={},
+                           constraints={"tile_m": bm, "tile_n": bn, "k_slices": slices}, source="",
+                           source_sha256="", cubin="", cubin_sha256="")
+    every = [entry(wide, 64, 256, 1), entry(k2, 64, 64, 1), entry(split, 64, 128, 4)]
+    unsplit = every[:2]
+    for t in (table, dispatch.DispatchTable(table)):
+        assert dispatch.choose(every, t, 64, 5120, 17408).name == split
+        assert dispatch.choose(unsplit, t, 64, 5120, 17408).name == k2
+    assert dispatch.choose(unsplit, {"w8a8_wgmma": table["w8a8_wgmma"]}, 64, 5120, 17408).name == wide  # tile rule
 
 
 def test_a_shape_specialized_instance_wins_only_its_own_shape():

@@ -15,6 +15,7 @@ from runtime.dispatch import shape_class
 from runtime.select import LEVER_NARROWING, LEVER_WIDENING
 
 MARKER = "# ---- Below: written by `python -m gen tune` (levers and dispatch, with provenance). ----\n"
+from runtime.dispatch import UNSPLIT
 from runtime.select import FAST_FAMILIES, FAST_TABLE
 
 # Tables per family, plus one across the fast families (the selection rule's
@@ -23,8 +24,9 @@ TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", "w8a8_
 TABLE_IMPLS = {FAST_TABLE: FAST_FAMILIES}
 W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
 LAST_BUCKET = 2**31 - 1
-# the name tag of a shape-specialized instance (gen/catalog.py W8A8WgmmaSpec.tag)
+# the name tags of a shape-specialized and of a split-K instance (gen/catalog.py W8A8WgmmaSpec.tag)
 FIXED_SHAPE = re.compile(r"_for\d+x\d+_")
+SPLIT_TAG = re.compile(r"_x\d+_")
 
 Point = Tuple[int, int, int]  # (N, K, M)
 
@@ -59,33 +61,46 @@ def built_only(rows: List[Dict], built: Set[str]) -> Tuple[List[Dict], List[str]
 
 
 def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
+    """Each tuned family's table, and for the families with split-K
+    instances a second one, `<family>_unsplit`, among the instances that
+    need no split-K workspace: what the runtime routes to when the caller's
+    workspace has no room for a split (runtime.dispatch.choose)."""
     table: Dict[str, List[Dict]] = {}
     for family in TUNED_FAMILIES:
         times = _times(rows, family)
         if not times:
             continue
-        rules: List[Dict] = []
-        shapes = sorted({(n, k) for n, k, _ in times})
-        for n, k in shapes:
-            winners = [(m, min(t, key=t.get)) for (nn, kk, m), t in sorted(times.items(), key=lambda i: i[0][2])
-                       if (nn, kk) == (n, k)]
-            rules += [{"n": n, "k": k, **r} for r in _runs(winners)]
-        for cls in ("widening", "narrowing"):
-            by_m: Dict[int, List[Dict[str, float]]] = collections.defaultdict(list)
-            for (n, k, m), t in times.items():
-                if shape_class(n, k) == cls:
-                    by_m[m].append(t)
-            winners = []
-            for m in sorted(by_m):
-                # (a shape-specialized instance runs one shape: never a class's pick)
-                common = {i for i in set.intersection(*(set(t) for t in by_m[m])) if not FIXED_SHAPE.search(i)}
-                # geometric mean of each instance's slowdown against the best at each shape
-                score = {i: sum(math.log(t[i] / min(t.values())) for t in by_m[m]) for i in common}
-                if score:
-                    winners.append((m, min(score, key=score.get)))
-            rules += [{"shape_class": cls, **r} for r in _runs(winners)]
-        table[family] = rules
+        table[family] = _rules(times)
+        if any(SPLIT_TAG.search(i) for t in times.values() for i in t):
+            whole = {p: {i: us for i, us in t.items() if not SPLIT_TAG.search(i)} for p, t in times.items()}
+            table[family + UNSPLIT] = _rules({p: t for p, t in whole.items() if t})
     return table
+
+
+def _rules(times: Dict[Point, Dict[str, float]]) -> List[Dict]:
+    """Per shape, the fastest instance per M bucket; per shape class, the
+    instance with the smallest geometric-mean slowdown at each M."""
+    rules: List[Dict] = []
+    shapes = sorted({(n, k) for n, k, _ in times})
+    for n, k in shapes:
+        winners = [(m, min(t, key=t.get)) for (nn, kk, m), t in sorted(times.items(), key=lambda i: i[0][2])
+                   if (nn, kk) == (n, k)]
+        rules += [{"n": n, "k": k, **r} for r in _runs(winners)]
+    for cls in ("widening", "narrowing"):
+        by_m: Dict[int, List[Dict[str, float]]] = collections.defaultdict(list)
+        for (n, k, m), t in times.items():
+            if shape_class(n, k) == cls:
+                by_m[m].append(t)
+        winners = []
+        for m in sorted(by_m):
+            # (a shape-specialized instance runs one shape: never a class's pick)
+            common = {i for i in set.intersection(*(set(t) for t in by_m[m])) if not FIXED_SHAPE.search(i)}
+            # geometric mean of each instance's slowdown against the best at each shape
+            score = {i: sum(math.log(t[i] / min(t.values())) for t in by_m[m]) for i in common}
+            if score:
+                winners.append((m, min(score, key=score.get)))
+        rules += [{"shape_class": cls, **r} for r in _runs(winners)]
+    return rules
 
 
 def derive_levers(rows: List[Dict]) -> Dict[str, Tuple[Optional[int], str]]:
