@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from gen.bench.report import geomean
-from runtime.dispatch import shape_class
+from runtime.dispatch import UNSPLIT, shape_class
 from runtime.select import LEVER_NARROWING, LEVER_WIDENING
 
 MARKER = "# ---- Below: written by `python -m gen tune` (levers and dispatch, with provenance). ----\n"
-from runtime.dispatch import UNSPLIT
 from runtime.select import FAST_FAMILIES, FAST_TABLE
 
 # Tables per family, plus one across the fast families (the selection rule's
