@@ -117,7 +117,9 @@ class DispatchTable(Mapping):
     that answers `lookup` from an index built once and `choose` from a memo
     keyed by the candidates' names and (m, n, k). Scanning the rules and
     sorting the candidates cost a validated call tens of microseconds of
-    host time, more than a small-M GEMM takes on the GPU."""
+    host time, more than a small-M GEMM takes on the GPU. A candidate list
+    passed to `choose` must not be changed afterwards (the runtime's never
+    are): the memo also remembers lists by identity."""
 
     MEMO_LIMIT = 4096  # distinct (candidates, m, n, k) remembered; then it starts over
 
@@ -133,6 +135,7 @@ class DispatchTable(Mapping):
         for group in (*self._exact.values(), *self._classes.values()):
             group.sort(key=lambda r: r["m_max"])  # stable, as _bucket's sort
         self._memo: Dict[Tuple[Tuple[str, ...], int, int, int], int] = {}
+        self._by_list: Dict[Tuple[int, int, int, int], Tuple[Sequence[KernelEntry], int, int]] = {}
 
     def __getitem__(self, family: str) -> List[Dict[str, Any]]:
         return [dict(r) for r in self._rules[family]]  # copies: the index holds the originals
@@ -153,12 +156,20 @@ class DispatchTable(Mapping):
         return rules[-1]["instance"]
 
     def choose(self, candidates: Sequence[KernelEntry], m: int, n: int, k: int) -> KernelEntry:
+        # First by the list object itself (the runtime passes the same lists
+        # every call, and spelling out ~60 names cost a few us per call); the
+        # entry holds the list, so its id cannot be reused while remembered.
+        seen = self._by_list.get((id(candidates), m, n, k))
+        if seen is not None and seen[0] is candidates and len(candidates) == seen[1]:
+            return candidates[seen[2]]
         key = (tuple(e.name for e in candidates), m, n, k)
         at = self._memo.get(key)
-        if at is not None:
-            return candidates[at]
-        picked = _choose(candidates, self, m, n, k)  # raises (and remembers nothing) if none runs (n, k)
-        if len(self._memo) >= self.MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = next(i for i, e in enumerate(candidates) if e is picked)
-        return picked
+        if at is None:
+            picked = _choose(candidates, self, m, n, k)  # raises (and remembers nothing) if none runs (n, k)
+            if len(self._memo) >= self.MEMO_LIMIT:
+                self._memo.clear()
+            at = self._memo[key] = next(i for i, e in enumerate(candidates) if e is picked)
+        if len(self._by_list) >= self.MEMO_LIMIT:
+            self._by_list.clear()
+        self._by_list[(id(candidates), m, n, k)] = (candidates, len(candidates), at)
+        return candidates[at]

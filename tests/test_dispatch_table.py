@@ -52,13 +52,31 @@ def test_the_memo_is_keyed_on_the_candidates(sm90a_entries):
     assert dispatch.choose(wgmma, table, 64, 4096, 7168) is split
 
 
+def test_the_identity_memo_answers_as_the_name_memo(sm90a_entries):
+    """A list seen before is answered by identity; an equal new list, or a
+    different one at the same (m, n, k), still gets its own pick."""
+    wgmma = sm90a_entries["w8a8_wgmma"]
+    split = next(e for e in wgmma if splitk.is_split(e))
+    table = DispatchTable({"w8a8_wgmma": [{"n": 4096, "k": 7168, "m_max": 256, "instance": split.name}]})
+    unsplit = splitk.unsplit(wgmma)
+    first = [dispatch.choose(c, table, 64, 4096, 7168) for c in (wgmma, unsplit)]
+    assert first[0] is split and not splitk.is_split(first[1])
+    assert (id(wgmma), 64, 4096, 7168) in table._by_list and table._by_list[(id(wgmma), 64, 4096, 7168)][0] is wgmma
+    for _ in range(2):
+        assert dispatch.choose(wgmma, table, 64, 4096, 7168) is split
+        assert dispatch.choose(unsplit, table, 64, 4096, 7168) is first[1]
+        assert dispatch.choose(list(unsplit), table, 64, 4096, 7168) is first[1]  # equal list, new object
+    shorter = unsplit[:-1] if unsplit[-1] is not first[1] else unsplit[1:]
+    assert dispatch.choose(shorter, table, 64, 4096, 7168) is dispatch.choose(shorter, {}, 64, 4096, 7168)
+
+
 def test_the_memo_starts_over_when_full(sm90a_entries, monkeypatch):
     monkeypatch.setattr(DispatchTable, "MEMO_LIMIT", 3)
     table = DispatchTable({})
     wgmma = sm90a_entries["w8a8_wgmma"]
     for m in range(1, 20):
         assert dispatch.choose(wgmma, table, m, 7168, 2048) is dispatch.choose(wgmma, {}, m, 7168, 2048)
-        assert len(table._memo) <= 3
+        assert len(table._memo) <= 3 and len(table._by_list) <= 3
 
 
 def test_it_reads_as_the_rules_it_was_made_from(rules):

@@ -315,6 +315,22 @@ def test_a_cluster_k_split_needs_a_k_block_per_cta(fake):
                 rt.w8a8_wgmma(a, s, w, ws_, out, instance=ck.name)
 
 
+def test_launch_configs_are_remembered_per_kernel_grid_stream_and_knob(sm90a_entries):
+    from runtime import launch
+
+    gemm = LoadedKernel(next(e for e in sm90a_entries["w8a8_wgmma"] if tuple(e.cluster) == (1, 1, 1)), None)
+    quant = LoadedKernel(sm90a_entries["quant_group"][0], None)
+    with env.override(no_pdl=False):
+        cfg = launch.cached_config(gemm, (132, 1, 1), 7)
+        assert launch.cached_config(gemm, [132, 1, 1], 7) is cfg and cfg.numAttrs == 1
+        assert cfg.gridDimX == 132 and int(cfg.hStream) == 7
+        others = [launch.cached_config(gemm, (131, 1, 1), 7), launch.cached_config(gemm, (132, 1, 1), 8),
+                  launch.cached_config(quant, (132, 1, 1), 7)]
+        assert all(o is not cfg for o in others) and int(others[1].hStream) == 8 and others[2].numAttrs == 0
+    with env.override(no_pdl=True):
+        assert launch.cached_config(gemm, (132, 1, 1), 7).numAttrs == 0
+
+
 def test_pdl_kernels_launch_with_programmatic_serialization(sm90a_entries):
     """The wgmma GEMMs ask the driver to let them start while the previous
     kernel on the stream finishes (they wait for it in the kernel); nothing
