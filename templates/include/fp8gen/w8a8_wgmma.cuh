@@ -64,8 +64,9 @@ struct Params {
   // the A, W and A-scale boxes (Shim::prepare sizes the A ones from M).
   uint32_t stage_tx;
   // kEarlyWeights: the host knows that the kernel before this one on the
-  // stream does not write W or its scales (runtime/weights.py says when), so
-  // the first stages' W boxes may be copied before the grid-dependency wait.
+  // stream does not write W or its scales (the caller says so; rt.linear
+  // does, runtime/projection.py), so the first stages' W boxes may be
+  // copied before the grid-dependency wait.
   uint32_t flags;
 };
 
@@ -316,7 +317,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // only A and its scales wait. Not more boxes, and not in clusters: loads
   // in flight when the kernel ahead finishes delay this grid's release from
   // the wait (H200: by 0.4-1.3 us with every stage early), and the cluster
-  // K split lost 3-8 % even with 4 (HARDWARE.toml has the A/B).
+  // K split was 2-3 % slower even with 4 (HARDWARE.toml has the A/B).
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (C::CLUSTER == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
     int tile, slice, tm, tn, kb_begin, kb_end;
