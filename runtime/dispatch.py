@@ -87,7 +87,8 @@ def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
 def choose(candidates: Sequence[KernelEntry], dispatch: Dict[str, List[Dict[str, Any]]], m: int, n: int,
            k: int) -> KernelEntry:
     """The dispatch table's instance when it names a loaded one that runs
-    (n, k), else the tile rule among those that do."""
+    (n, k), else its `_unsplit` twin's (the caller left the split-K
+    instances out), else the tile rule among those that do."""
     if isinstance(dispatch, DispatchTable):
         return dispatch.choose(candidates, m, n, k)
     return _choose(candidates, dispatch, m, n, k)
