@@ -127,16 +127,12 @@ def _split_plan(entry, m: int, n: int, k: int, sms: int) -> str:
     from runtime.loader import HostShim
 
     try:
-        slices, whole, stream = HostShim(build_dir() / entry.shim, entry).k_split(m, n, k, sms)
+        slices, whole = HostShim(build_dir() / entry.shim, entry).k_split(m, n, k, sms)
     except LoadError as e:
         return f"K split: unknown ({e}; run `python -m gen build --arch {entry.arch}`)"
     except LaunchError as e:
         return f"K split: {e}"
-    tiles_m = -(-m // entry.constraints["tile_m"])
-    tiles = tiles_m * -(-n // entry.constraints["tile_n"])
-    if stream:
-        return (f"K split on {sms} SMs: stream K, each of {tiles_m} tile rows' K blocks in {stream} runs "
-                f"({tiles_m * stream} CTAs), a tile cut into at most {slices} pieces")
+    tiles = -(-m // entry.constraints["tile_m"]) * -(-n // entry.constraints["tile_n"])
     if slices == 1:
         return f"K split on {sms} SMs: none ({tiles} tiles run whole)"
     return (f"K split on {sms} SMs: {whole} of {tiles} tiles run whole, the last {tiles - whole} in {slices} "

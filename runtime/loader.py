@@ -60,8 +60,7 @@ class HostShim:
         self._split = getattr(lib, f"{entry.symbol}_split", None)
         if self._split is not None:
             self._split.restype = ctypes.c_int
-            self._split.argtypes = [ctypes.c_int] * 4 + [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_long),
-                                                         ctypes.POINTER(ctypes.c_int)]
+            self._split.argtypes = [ctypes.c_int] * 4 + [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_long)]
         # Params flags (the wgmma shims): kEarlyWeights lets the kernel copy its
         # first W boxes before its grid-dependency wait (see prepare)
         self._set_flags = getattr(lib, f"{entry.symbol}_set_flags", None)
@@ -80,25 +79,22 @@ class HostShim:
         # has copied the arguments, so concurrent launches cannot mix them.
         self.lock = threading.Lock()
 
-    def k_split(self, M: int, N: int, K: int, sm_count: int) -> Tuple[int, int, int]:
+    def k_split(self, M: int, N: int, K: int, sm_count: int) -> Tuple[int, int]:
         """How a call at (M, N, K) on sm_count SMs (or resident CTAs) cuts K:
-        (slices, whole, stream). With stream 0, the tiles from `whole` on are
-        each cut into `slices` K slices (the last wave's); with stream > 0,
-        each tile row's K blocks run in `stream` equal runs, one CTA each,
-        and a tile is cut into at most `slices` pieces (stream K). (1, tiles,
-        0) for an instance that does not split. Raises LaunchError for a call
-        the instance cannot run."""
+        (slices, whole), the tiles from `whole` on each in `slices` K slices
+        (the last wave's); (1, tiles) for an instance that does not split.
+        Raises LaunchError for a call the instance cannot run."""
         import ctypes
 
         from runtime.errors import LaunchError
 
         tiles = -(-M // int(self.entry.constraints["tile_m"])) * -(-N // int(self.entry.constraints["tile_n"]))
         if not self.split or self._split is None:
-            return 1, tiles, 0
-        slices, whole, stream = ctypes.c_int(), ctypes.c_long(), ctypes.c_int()
-        if not self._split(M, N, K, sm_count, ctypes.byref(slices), ctypes.byref(whole), ctypes.byref(stream)):
+            return 1, tiles
+        slices, whole = ctypes.c_int(), ctypes.c_long()
+        if not self._split(M, N, K, sm_count, ctypes.byref(slices), ctypes.byref(whole)):
             raise LaunchError(f"{self.name}: cannot run M={M}, N={N}, K={K} on {sm_count} SMs")
-        return slices.value, whole.value, stream.value
+        return slices.value, whole.value
 
     def prepare(self, args, sm_count: int):
         from runtime.errors import LaunchError

@@ -318,55 +318,27 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
     split = lambda n_cols, *call: x4[n_cols].k_split(*call)  # noqa: E731
     # 40 tiles (N 5120, 128 wide) of 136 K blocks on 132 SMs: 3 slices fill one
     # wave (120 CTAs); 4 would leave 28 CTAs for a second wave.
-    assert split(128, 64, 5120, 17408, 132) == (3, 0, 0)
+    assert split(128, 64, 5120, 17408, 132) == (3, 0)
     # 33 tiles (N 2112, 64 wide) of 56 K blocks: 4 slices, 132 CTAs, one wave
-    assert split(64, 64, 2112, 7168, 132) == (4, 0, 0)
+    assert split(64, 64, 2112, 7168, 132) == (4, 0)
     # 80 tiles: 2 slices would need a second wave, which reads W again: no split
-    assert split(64, 64, 5120, 17408, 132) == (1, 80, 0)
-    # 160 tiles in two tile rows: stream K, each row's 80 x 136 K blocks in 66
-    # runs (165 blocks each, against 136 + 34 for 132 whole tiles and the
-    # last 28 in 4 slices), a tile cut into at most 2 pieces
-    assert split(64, 128, 5120, 17408, 132) == (2, 0, 66)
+    assert split(64, 64, 5120, 17408, 132) == (1, 80)
+    # 160 tiles: the first 132 run whole, the last wave's 28 in 4 slices (112 CTAs)
+    assert split(64, 128, 5120, 17408, 132) == (4, 132)
     # 112 tiles already fill the SMs; 264 fill two waves exactly: no split
-    assert split(64, 64, 7168, 2048, 132) == (1, 112, 0)
-    assert split(64, 128, 4224, 2048, 132) == (1, 132, 0) and split(64, 256, 4224, 17408, 132) == (1, 264, 0)
+    assert split(64, 64, 7168, 2048, 132) == (1, 112)
+    assert split(64, 128, 4224, 2048, 132) == (1, 132) and split(64, 256, 4224, 17408, 132) == (1, 264)
     # two tiles of 128 K blocks: all 4 slices; of 16 or 2 K blocks: a split
     # tail outweighs the blocks it saves, so no split; of one: nothing to split
-    assert split(64, 16, 128, 16384, 132) == (4, 0, 0)
-    assert split(64, 16, 128, 2048, 132) == (1, 2, 0)
-    assert split(64, 16, 128, 256, 132) == (1, 2, 0)
-    assert split(64, 16, 128, 128, 132) == (1, 2, 0)
+    assert split(64, 16, 128, 16384, 132) == (4, 0)
+    assert split(64, 16, 128, 2048, 132) == (1, 2)
+    assert split(64, 16, 128, 256, 132) == (1, 2)
+    assert split(64, 16, 128, 128, 132) == (1, 2)
     # fewer SMs, fewer slices: 40 tiles on 40 SMs fill one wave unsplit
-    assert split(128, 64, 5120, 17408, 40) == (1, 40, 0)
+    assert split(128, 64, 5120, 17408, 40) == (1, 40)
     # a call the instance cannot run
     with pytest.raises(LaunchError):
         split(64, 0, 128, 256, 132)
-
-
-def test_stream_k_is_planned_for_a_partial_wave_of_two_or_more_tile_rows(sm90a_built):
-    """The shim's stream-K rule: 80 tiles of 128x128 (5120x17408 at M=256)
-    fit no slice count in one wave and would leave 52 SMs idle; stream K
-    runs each of the 2 rows in 66 runs of 83 K blocks. One tile row keeps
-    the measured slices; whole waves need neither."""
-    from runtime import manifest
-    from runtime.loader import HostShim
-    from runtime.paths import manifest_path
-
-    _, entries = manifest.load(manifest_path("sm_90a"))
-    x4 = [HostShim(build_dir() / e.shim, e) for e in entries if e.family == "w8a8_wgmma"
-          and e.name.startswith("w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_t2_x4_")]
-    assert x4, "the 128x128 4-slice instances are built"
-    for shim in x4:
-        assert shim.k_split(256, 5120, 17408, 132) == (3, 0, 66)  # 83-block runs: a tile in up to 3
-        assert shim.k_split(250, 5000, 17408, 132) == (3, 0, 66)  # ragged rows and columns alike
-        assert shim.k_split(128, 5120, 17408, 132) == (3, 0, 0)   # one row: 3 slices, 120 CTAs
-        assert shim.k_split(512, 4224, 7168, 132) == (1, 132, 0)  # 4 x 33 tiles: one full wave
-        # 8 x 17 tiles (2112x7168, M=1000): 8 rows of 16 runs (128 CTAs), against
-        # one whole wave and the last 4 tiles in 4 slices
-        assert shim.k_split(1000, 2112, 7168, 132) == (2, 0, 16)
-        # 16 rows on 16 SMs leave one run per row: each CTA runs its row's
-        # tiles whole, no tile is cut, so the slices rule stands
-        assert shim.k_split(2048, 512, 7168, 16)[2] == 0
 
 
 def test_explain_prints_a_split_instance_plan(sm90a_built, capsys, monkeypatch):

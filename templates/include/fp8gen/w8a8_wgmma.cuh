@@ -54,17 +54,10 @@ struct Params {
   // the last to finish (counted in counters[tile], zero before the launch
   // and left zero after it) adds them in slice order (deterministic) and
   // stores the tile.
-  // Stream K (stream > 0, whole = 0): each tile row's K blocks, column
-  // after column, are cut into `stream` equal runs, one CTA each (the grid
-  // is tiles_m x stream); a run ends inside a tile and the next begins
-  // there, so a tile is cut among up to `slices` CTAs, whose partials meet
-  // as above. The CTAs of one run index in different rows walk the same
-  // columns at the same K offsets, so each W block is read from DRAM once.
   float* partials;
   int* counters;
   int slices;
   int whole;
-  int stream;
   int M, N, K;
   int tiles_m, tiles_n;
   // Bytes one stage's copies bring (its "full" barrier's transaction count):
@@ -193,8 +186,8 @@ struct Config {
   static_assert(BM / CLUSTER_N % 8 == 0 && BN / CLUSTER_M % 8 == 0, "shared boxes halve into 1024-byte pieces");
   static_assert(OUT_BOXES_ == 0 || (TMA_STORE && (BN / 64) % (OUT_BOXES_ > 0 ? OUT_BOXES_ : 1) == 0),
                 "staged boxes divide the row");
-  // (gen/catalog.py checks the same budget: 28 registers left for the rest)
-  static_assert(BN / 2 + TEMPS * CHUNK_N / 2 <= (MATH_REGS > 0 ? MATH_REGS : 96) - 28,
+  // (gen/catalog.py checks the same budget: 40 registers left for the rest)
+  static_assert(BN / 2 + TEMPS * CHUNK_N / 2 <= (MATH_REGS > 0 ? MATH_REGS : 96) - 40,
                 "the total and its temporaries fit the register budget");
 };
 
@@ -251,24 +244,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // neighbouring CTAs.
   const int slices = C::SLICES > 1 ? p.slices : 1;
   const int whole = C::SLICES > 1 ? p.whole : tiles;
-  // Stream K: CTA g runs row g / stream's K blocks [b(w), b(w + 1)), w =
-  // g % stream, b(w) = w * row_len / stream; its unit g + j * runners is
-  // the j-th tile column its run touches (empty past the run's end).
-  const int stream = C::SLICES > 1 ? p.stream : 0;
-  const int runs = stream > 0 ? stream : 1;  // (the divisor: no division by a constant 0 without slices)
-  // (32-bit: the shim plans stream K only where row_len * (runs + 1) < 2^31)
-  const int row_len = tiles_n * kblocks;
-  const int runners = runs * p.tiles_m;
-  const int runs_per_cta = ((row_len + runs - 1) / runs + kblocks - 1) / kblocks + 1;
-  const int units = stream ? runners * runs_per_cta : whole + (tiles - whole) * slices;
+  const int units = whole + (tiles - whole) * slices;
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
   auto coords = [&](int tile, int& tm, int& tn) {
-    if (stream) {  // (row-major: work() numbers them so)
-      tm = tile / tiles_n;
-      tn = tile - tm * tiles_n;
-      return;
-    }
     if constexpr (C::WALK_M)
       tile_coords(tile, pairs_n, pairs_m, C::GROUP_N, tn, tm);  // the same walk, M and N swapped
     else
@@ -284,28 +263,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     lo = p.w_scale + min(first, last) * kblocks;
     hi = p.w_scale + min(first + 1, last) * kblocks;
   };
-  // A unit's tile, its K blocks [kb_begin, kb_end) (empty: nothing to do),
-  // and which of the tile's `parts` pieces they are (parts 1: the whole K).
-  auto work = [&](int unit, int& tile, int& slice, int& parts, int& kb_begin, int& kb_end) {
-    parts = 1;
+  auto work = [&](int unit, int& tile, int& slice, int& kb_begin, int& kb_end) {
     if constexpr (C::CLUSTER_K > 1) {  // the cluster's tile, this CTA's run of its K blocks
       tile = unit;
       slice = int(rank);
       kb_begin = slice * kblocks / C::CLUSTER_K;
       kb_end = (slice + 1) * kblocks / C::CLUSTER_K;
-    } else if (stream) {
-      const int g = unit % runners, w = g % runs;
-      const int b0 = w * row_len / runs, b1 = (w + 1) * row_len / runs;
-      const int tn = b0 / kblocks + unit / runners;
-      const int t0 = tn * kblocks;
-      kb_begin = max(b0, t0) - t0;
-      kb_end = max(min(b1, t0 + kblocks) - t0, kb_begin);
-      tile = (g / runs) * tiles_n + min(tn, tiles_n - 1);
-      // the runs holding the tile's first and last K blocks: run(x) =
-      // ((x + 1) * stream - 1) / row_len
-      const int first = ((t0 + 1) * runs - 1) / row_len;
-      parts = ((t0 + kblocks) * runs - 1) / row_len - first + 1;
-      slice = w - first;
     } else if (unit < whole) {
       tile = unit;
       slice = 0;
@@ -315,7 +278,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       const int cut = (unit - whole) / slices;
       tile = whole + cut;
       slice = unit - whole - cut * slices;
-      parts = slices;
       kb_begin = slice * kblocks / slices;
       kb_end = (slice + 1) * kblocks / slices;
     }
@@ -358,8 +320,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // K split was 2-3 % slower even with 4 (HARDWARE.toml has the A/B).
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (C::CLUSTER == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
-    int tile, slice, parts, tm, tn, kb_begin, kb_end;
-    work(first_unit, tile, slice, parts, kb_begin, kb_end);
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(first_unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
@@ -385,8 +347,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       int stage = 0;
       uint32_t phase = 0;
       for (int unit = first_unit; unit < units; unit += unit_step) {
-        int tile, slice, parts, tm, tn, kb_begin, kb_end;
-        work(unit, tile, slice, parts, kb_begin, kb_end);
+        int tile, slice, tm, tn, kb_begin, kb_end;
+        work(unit, tile, slice, kb_begin, kb_end);
         coords(tile, tm, tn);
         const float *ws_lo, *ws_hi;  // (WS_STAGE)
         w_scale_rows(tn, ws_lo, ws_hi);
@@ -450,9 +412,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   uint32_t xtiles = 0;  // cluster split: tiles this CTA has reduced (the parity of its barriers)
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
-    int tile, slice, parts, tm, tn, kb_begin, kb_end;
-    work(unit, tile, slice, parts, kb_begin, kb_end);
-    if (kb_begin >= kb_end) continue;  // (stream K: past this CTA's run; the producer skips it too)
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
     const int n0 = tn * C::BN;
     const float *ws_lo, *ws_hi;
@@ -675,7 +636,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     }
 
     if constexpr (C::SLICES > 1) {
-      if (parts > 1) {
+      if (slices > 1 && tile >= whole) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
         // 512 contiguous bytes.
@@ -689,7 +650,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         volatile int* flag = reinterpret_cast<volatile int*>(smem_raw + (bar_base + 16u * C::STAGES - raw));
         if (threadIdx.x == 0) {
           const int done = atomicAdd(p.counters + tile, 1);
-          const bool last = done == parts - 1;
+          const bool last = done == slices - 1;
           if (last) p.counters[tile] = 0;  // ready for the next launch
           *flag = last;
         }
@@ -710,13 +671,13 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           for (int j = 0; j < C::SLICES; ++j)
 #pragma unroll
             for (int i = 0; i < GROUP; ++i)
-              part[j][i] = j < parts ? __ldcg(first + size_t(j) * TILE_FLOATS + (g + i) * 128) : 0.f;
+              part[j][i] = j < slices ? __ldcg(first + size_t(j) * TILE_FLOATS + (g + i) * 128) : 0.f;
 #pragma unroll
           for (int i = 0; i < GROUP; ++i) {
             float sum = part[0][i];
 #pragma unroll
             for (int j = 1; j < C::SLICES; ++j)
-              if (j < parts) sum += part[j][i];
+              if (j < slices) sum += part[j][i];
             acc[g + i] = sum;
           }
         }
@@ -860,51 +821,24 @@ struct Shim {
   // it, left zero after it: the runtime zeroes them once) and the slices'
   // partial tiles (runtime/workspace.py sizes both for all tiles and
   // SLICES, more than a call uses).
-  //
-  // With two or more tile rows the last wave can instead be spread over
-  // every SM by stream K (Params::stream): each row's K blocks in runs of
-  // equal length, one CTA per run, tiles cut where runs end (at most SLICES
-  // pieces a tile). 80 tiles of 136 K blocks (5120x17408, M=256, 128x128)
-  // fit no slice count in one wave of 132 (2 x 80 > 132) and would run on
-  // 80 SMs; in stream K 2 x 66 CTAs each run 83 blocks. It is taken when its
-  // busiest CTA's cost (its run, the split tail, an epilogue per tile it
-  // touches, the partials summed) is below the plan above's over all
-  // waves. Not for one tile row (small M, memory-bound), where the slices
-  // above were measured and stream K was not.
   static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12;
   struct Split {
-    int slices;      // K slices of each tile from `whole` on (stream K: the most pieces of a tile)
-    long whole;      // the tiles that run whole
-    int stream = 0;  // stream K: runs (CTAs) per tile row; 0: none
+    int slices;  // K slices of each tile from `whole` on
+    long whole;  // the tiles that run whole
   };
-  // The run (of `runs` over a row of `row_len` K blocks) holding block x.
-  static long run_of(long x, long runs, long row_len) { return ((x + 1) * runs - 1) / row_len; }
-  static Split split_for(long tiles_m, long tiles_n, int kblocks, long max_units) {
-    const long tiles = tiles_m * tiles_n;
+  static Split split_for(long tiles, int kblocks, long max_units) {
     Split plan{1, tiles};
-    if (C::SLICES == 1) return plan;
     const long rest = tiles % max_units;  // the last wave's tiles (0: every wave is full)
-    long last = rest ? kblocks + kUnitCostBlocks : 0;  // the last wave unsplit
+    if (C::SLICES == 1 || rest == 0) return plan;
     const int most = C::SLICES < kblocks ? C::SLICES : kblocks;
+    long best_cost = kblocks + kUnitCostBlocks;  // the last wave unsplit
     for (int s = 2; s <= most && rest * s <= max_units; ++s) {
       const long cost = (kblocks + s - 1) / s + kSplitUnitCostBlocks + (s - 1);
-      if (cost < last) {
+      if (cost < best_cost) {
         plan = Split{s, tiles - rest};
-        last = cost;
+        best_cost = cost;
       }
     }
-    if (tiles_m < 2 || tiles_m > max_units || rest == 0) return plan;
-    const long runs = max_units / tiles_m, row_len = tiles_n * kblocks, per = (row_len + runs - 1) / runs;
-    if (row_len * (runs + 1) >= (1L << 31)) return plan;  // the kernel's run arithmetic is 32-bit
-    long parts = 1;
-    for (long tn = 0; tn < tiles_n; ++tn) {
-      const long cut = run_of((tn + 1) * kblocks - 1, runs, row_len) - run_of(tn * kblocks, runs, row_len) + 1;
-      parts = cut > parts ? cut : parts;
-    }
-    if (parts < 2 || parts > C::SLICES) return plan;
-    const long touched = (per + kblocks - 1) / kblocks + 1;  // tile columns a run may touch
-    const long stream_cost = per + kSplitUnitCostBlocks + kUnitCostBlocks * touched + (parts - 1);
-    if (stream_cost < tiles / max_units * (kblocks + kUnitCostBlocks) + last) plan = Split{int(parts), 0, int(runs)};
     return plan;
   }
 
@@ -912,7 +846,8 @@ struct Shim {
   // in Params; the runtime reports it and the tests check the rule).
   static bool split_at(int M, int N, int K, int sm_count, Split& plan) {
     if (M < 1 || N < 1 || K < kBlockK || sm_count < C::CLUSTER) return false;
-    plan = split_for((M + C::BM - 1) / C::BM, (N + C::BN - 1) / C::BN, K / kBlockK, sm_count / C::CLUSTER);
+    const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
+    plan = split_for(tiles, K / kBlockK, sm_count / C::CLUSTER);
     return true;
   }
 
@@ -974,7 +909,6 @@ struct Shim {
     if (!split_at(M, N, K, sm_count, plan)) return kCannotImplement;
     p.slices = plan.slices;
     p.whole = int(plan.whole);
-    p.stream = plan.stream;
     if (p.slices > 1) {
       if (!counters || counter_slots < size_t(tiles) || !partials ||
           partial_bytes < size_t(tiles - plan.whole) * p.slices * C::BM * C::BN * 4)
@@ -988,9 +922,7 @@ struct Shim {
                                      : long((p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M) *
                                            ((p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N);
     const long max_units = sm_count / C::CLUSTER;
-    // (stream K: exactly one CTA per run, the kernel's unit step)
-    grid[0] = plan.stream ? unsigned(plan.stream * p.tiles_m)
-                          : unsigned((units < max_units ? units : max_units) * C::CLUSTER);
+    grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
@@ -1004,12 +936,11 @@ struct Shim {
   extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
   extern "C" void SYM##_set_flags(void* params, unsigned flags) { SHIM::set_flags(params, flags); }            \
   extern "C" void SYM##_info(int* threads, int* smem, int* cluster) { SHIM::info(threads, smem, cluster); }  \
-  extern "C" int SYM##_split(int M, int N, int K, int sm_count, int* slices, long* whole, int* stream) {   \
+  extern "C" int SYM##_split(int M, int N, int K, int sm_count, int* slices, long* whole) {                \
     typename SHIM::Split plan;                                                                               \
     if (!SHIM::split_at(M, N, K, sm_count, plan)) return 0;                                                  \
     *slices = plan.slices;                                                                                   \
     *whole = plan.whole;                                                                                     \
-    *stream = plan.stream;                                                                                   \
     return 1;                                                                                                \
   }                                                                                                          \
   extern "C" int SYM##_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w, \
