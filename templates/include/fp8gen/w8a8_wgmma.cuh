@@ -440,14 +440,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // for the stage; it stays full until its last chunk is retired.
     // (With WS_STAGE it also reads the stage's weight scales into w_lo,
     // w_hi; otherwise it leaves them to w_scales.)
+    // Stage s's descriptors are stage 0's plus its offset in 16-byte units
+    // (the address field cannot carry: shared memory is below 2^18 bytes).
+    const uint64_t da0 = ptx::desc_k_major_sw128(a_base + wg_row * 64 * kBlockK);
+    const uint64_t dw0 = ptx::desc_k_major_sw128(w_base);
     auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
       if (c == 0) ptx::mbar_wait(full(s), ph);
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
-      const uint64_t da = ptx::desc_k_major_sw128(a_base + s * C::A_BYTES + wg_row * 64 * kBlockK);
-      const uint64_t dw = ptx::desc_k_major_sw128(w_base + s * C::W_BYTES + c * C::CHUNK_N * kBlockK);
+      const uint64_t da = da0 + uint32_t(s * (C::A_BYTES >> 4));
+      const uint64_t dw = dw0 + uint32_t((s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4);
 #pragma unroll
       for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
