@@ -435,15 +435,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
       }
     };
+    // Stage s's descriptors are stage 0's plus its offset in 16-byte units
+    // (the address field cannot carry: shared memory is below 2^18 bytes).
+    const uint64_t da0 = ptx::desc_k_major_sw128(a_base + wg_row * 64 * kBlockK);
+    const uint64_t dw0 = ptx::desc_k_major_sw128(w_base);
     // The MMAs of column chunk c of the stage at (s, ph) into t, and that
     // stage's activation scales (read while the MMAs run). Chunk 0 waits
     // for the stage; it stays full until its last chunk is retired.
     // (With WS_STAGE it also reads the stage's weight scales into w_lo,
     // w_hi; otherwise it leaves them to w_scales.)
-    // Stage s's descriptors are stage 0's plus its offset in 16-byte units
-    // (the address field cannot carry: shared memory is below 2^18 bytes).
-    const uint64_t da0 = ptx::desc_k_major_sw128(a_base + wg_row * 64 * kBlockK);
-    const uint64_t dw0 = ptx::desc_k_major_sw128(w_base);
     auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
       if (c == 0) ptx::mbar_wait(full(s), ph);
