@@ -354,34 +354,31 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         w_scale_rows(tn, ws_lo, ws_hi);
         for (int kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
-          if (early > 0) {  // this stage's weight side went out before the wait
+          // (the first `early` stages' weight side went out before the wait)
+          const bool weight_sent = early > 0;
+          if (weight_sent) {
             --early;
-            ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-            if constexpr (C::BLOCK_SCALES)
-              ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
-            if (++stage == C::STAGES) {
-              stage = 0;
-              phase ^= 1;
+          } else {
+            if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
+              const uint32_t ws = sa_base + stage * C::SA_STRIDE + C::SA_BYTES;
+              ptx::cp_async_4(ws, ws_lo + kb);
+              if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
+              ptx::cp_async_mbar_arrive(full(stage));
             }
-            continue;
+            ptx::mbar_arrive_expect_tx(full(stage), p.stage_tx);
           }
-          if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
-            const uint32_t ws = sa_base + stage * C::SA_STRIDE + C::SA_BYTES;
-            ptx::cp_async_4(ws, ws_lo + kb);
-            if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
-            ptx::cp_async_mbar_arrive(full(stage));
-          }
-          ptx::mbar_arrive_expect_tx(full(stage), p.stage_tx);
           if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
             ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
                                        kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
           else
             ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-          if constexpr (C::CLUSTER_M > 1)  // this CTA's half of the pair's W box, to both
-            ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(stage),
-                                       kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
-          else
-            ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          if (!weight_sent) {
+            if constexpr (C::CLUSTER_M > 1)  // this CTA's half of the pair's W box, to both
+              ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w,
+                                         full(stage), kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+            else
+              ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
+          }
           if constexpr (C::BLOCK_SCALES)
             ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
