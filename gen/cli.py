@@ -195,31 +195,45 @@ def cmd_tune(args) -> int:
     from gen.bench import tune
     from runtime.paths import hardware_toml
 
-    record = Path(args.record) if args.record else hardware_toml(args.arch).parent / "bench-h200.json"
+    records = [Path(r) for r in args.record] if args.record else [hardware_toml(args.arch).parent / "bench-h200.json"]
     if not args.from_record:
-        rc = _run_bench(args, families=ALL_ARMS, out=record, all_instances=True)
+        if len(records) > 1:
+            raise SystemExit("--record names one record to write when measuring (several only with --from-record)")
+        rc = _run_bench(args, families=ALL_ARMS, out=records[0], all_instances=True)
         if rc:
             print("some arm was wrong; the dispatch table and levers were not written", file=sys.stderr)
             return rc
+    docs, names = [], []
+    for record in records:
+        try:
+            doc = json.loads(record.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"cannot read the bench record {record}: {e}") from None
+        if doc.get("timing", "events") != "events":
+            raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
+                             "events timing (what a caller sees back to back)")
+        rel = _repo_relative(record) or record
+        docs.append(doc)
+        names.append(f"{rel} (git {doc['git_sha'][:10]}, {doc['date']})")
     try:
-        doc = json.loads(record.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise SystemExit(f"cannot read the bench record {record}: {e}") from None
-    if doc.get("timing", "events") != "events":
-        raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
-                         "events timing (what a caller sees back to back)")
-    try:
-        rel = record.resolve().relative_to(REPO_ROOT)
-    except ValueError:
-        rel = record
-    provenance = f"measured: {doc['gpu']}, {doc['date']}, {rel} (gen tune, git {doc['git_sha'][:10]})"
+        combined, left_out = tune.combine(docs)
+    except ValueError as e:
+        raise SystemExit(f"cannot combine the records: {e}") from None
+    if left_out:
+        print(f"left out {left_out} row(s) not measured in every record", file=sys.stderr)
+    how = "" if len(docs) == 1 else (f"{len(docs)} records combined (per point, time over cuBLASLt-block's, "
+                                     "geometric mean): ")
+    provenance = f"measured: {docs[0]['gpu']}, {how}{'; '.join(names)} (gen tune)"
     from runtime import manifest
 
     _, entries = manifest.load(manifest_path(args.arch))
-    rows, gone = tune.built_only(doc["rows"], {e.name for e in entries})
+    rows, gone = tune.built_only(combined, {e.name for e in entries})
     if gone:
         print(f"left out {len(gone)} measured instance(s) no longer built: {', '.join(gone)}", file=sys.stderr)
-    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows), provenance)
+    # several records: their repository paths go into the table's [tuned] (the committed-table test combines them)
+    listed = [_repo_relative(p) for p in records]
+    listed = [str(p) for p in listed] if len(records) > 1 and None not in listed else []
+    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows), provenance, listed)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
     except ValueError as e:
@@ -228,6 +242,13 @@ def cmd_tune(args) -> int:
     print(f"wrote the levers and dispatch table into {hardware_toml(args.arch).relative_to(REPO_ROOT)} "
           f"({datetime.date.today().isoformat()})")
     return 0
+
+
+def _repo_relative(path):
+    try:
+        return path.resolve().relative_to(REPO_ROOT)
+    except ValueError:
+        return None
 
 
 def cmd_merge(args) -> int:
@@ -396,9 +417,12 @@ def parser() -> argparse.ArgumentParser:
                                     "and M bucket ([dispatch]) and the W8A8-vs-W8A16 crossovers, quantization "
                                     "counted, for widening and narrowing shapes ([defaults]), with provenance.")
     _measure_args(tu)
-    tu.add_argument("--record", help="bench record to write (or read with --from-record)")
+    tu.add_argument("--record", action="append",
+                    help="bench record to write (or read with --from-record; repeat it to combine several "
+                         "all-instance records: per point each instance's time over cuBLASLt-block's in the same "
+                         "run, geometric mean over the records, so that one run's noise does not pick the table)")
     tu.add_argument("--from-record", action="store_true",
-                    help="derive from an existing record without measuring (no GPU needed)")
+                    help="derive from existing records without measuring (no GPU needed)")
     tu.set_defaults(func=cmd_tune)
 
     bf = sub.add_parser("bench-ffn", help="time the dense FFN prefill vs torch bf16 and cuBLASLt-block FFNs (GPU)",

@@ -67,14 +67,22 @@ def test_tuned_text_round_trips_through_hardware_toml(tmp_path, monkeypatch):
 
 
 def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
-    record = hardware_toml("sm_90a").parent / "bench-h200.json"
-    if not record.exists():
-        pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
-    doc = json.loads(record.read_text())
+    """The fastest as the records the table names in [tuned] measured them,
+    combined as gen tune combines them (or bench-h200.json alone)."""
+    import tomllib
+
+    from runtime.paths import REPO_ROOT
+
+    tuned = tomllib.loads(hardware_toml("sm_90a").read_text()).get("tuned", {})
+    records = [REPO_ROOT / r for r in tuned.get("records", [])] or [hardware_toml("sm_90a").parent / "bench-h200.json"]
+    for record in records:
+        if not record.exists():
+            pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
+    combined, _ = tune.combine([json.loads(r.read_text()) for r in records])
     table = load_hardware("sm_90a").dispatch
     # (the record may hold an instance dropped since; gen tune leaves it out too)
     _, entries = manifest.load(manifest_path("sm_90a"))
-    rows, _ = tune.built_only(doc["rows"], {e.name for e in entries})
+    rows, _ = tune.built_only(combined, {e.name for e in entries})
     checked = 0
     for family in tune.TUNED_FAMILIES:
         for (n, k, m), times in tune._times(rows, family).items():
@@ -159,3 +167,54 @@ def test_tune_refuses_a_record_of_kernel_durations(tmp_path):
                                   "driver": "13.0", "timing": "kernel", "rows": []}))
     with pytest.raises(SystemExit, match="events timing"):
         main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])
+
+
+def _record(rows, **setup):
+    return dict({"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "n", "driver": "13.0",
+                 "torch": "t", "pdl": True, "timing": "events"}, **setup, rows=rows)
+
+
+def test_combined_records_pick_what_every_run_says_not_one_runs_noise():
+    """Run 1 has `a` 0.5 % ahead, run 2 has `b` 5 % ahead: combined, `b`.
+    A run-wide slowdown (every time, the peer's too, 1.2x) cancels."""
+    def rows(a, b, peer, quant):
+        return [row("w8a8_wgmma", "a", 64, 4096, 1024, a), row("w8a8_wgmma", "b", 64, 4096, 1024, b),
+                row(tune.PEER, "torch._scaled_mm", 64, 4096, 1024, peer),
+                row("quant_group", "q", 64, 0, 1024, quant, op="quant")]
+    one, two = _record(rows(10.0, 10.05, 20.0, 2.0)), _record(rows(12.6, 12.0, 24.0, 8.0))
+    assert tune.derive_dispatch(one["rows"])["w8a8_wgmma"][0]["instance"] == "a"
+    combined, left_out = tune.combine([one, two])
+    assert left_out == 0
+    assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "b"
+    us = {r["kernel"]: r["us"] for r in combined}
+    assert us["a"] == pytest.approx((10.0 / 20 * 12.6 / 24) ** 0.5 * (20 * 24) ** 0.5)
+    assert us["q"] == pytest.approx(4.0)  # no peer at a quantizer's point: the times' geometric mean
+    # the same runs with a uniform 1.2x drift in the second: still each run's own ratios
+    drift = _record([dict(r, us=r["us"] * 1.2) for r in two["rows"]])
+    assert tune.derive_dispatch(tune.combine([one, drift])[0])["w8a8_wgmma"][0]["instance"] == "b"
+    # one record: its rows as they are
+    assert tune.combine([one]) == (one["rows"], 0)
+
+
+def test_combining_leaves_out_rows_missing_from_a_record_and_refuses_other_setups():
+    full = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+            row(tune.PEER, "p", 64, 4096, 1024, 3.0)]
+    combined, left_out = tune.combine([_record(full), _record(full[1:]), _record(full + [
+        row("w8a8_wgmma", "c", 64, 4096, 1024, 0.5)])])
+    assert {r["kernel"] for r in combined} == {"b", "p"} and left_out == 2  # `a` (not in 2) and `c` (only in 3)
+    with pytest.raises(ValueError, match="torch"):
+        tune.combine([_record(full), _record(full, torch="other")])
+    with pytest.raises(ValueError):
+        tune.combine([])
+
+
+def test_tune_combines_several_records_and_refuses_several_to_write(tmp_path, monkeypatch):
+    from gen.cli import main
+
+    with pytest.raises(SystemExit, match="several only with --from-record"):
+        main(["tune", "--arch", "sm_90a", "--record", str(tmp_path / "a.json"), "--record", str(tmp_path / "b.json")])
+    (tmp_path / "a.json").write_text(json.dumps(_record([], timing="kernel")))
+    (tmp_path / "b.json").write_text(json.dumps(_record([])))
+    with pytest.raises(SystemExit, match="events timing"):
+        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(tmp_path / "b.json"),
+              "--record", str(tmp_path / "a.json")])

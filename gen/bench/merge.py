@@ -17,6 +17,11 @@ SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch", "pdl", "timing")
 _ABSENT = {"pdl": False, "timing": "events"}
 
 
+def setup_differences(a: Dict, b: Dict) -> List[str]:
+    """The SAME_SETUP fields in which two records disagree."""
+    return [f for f in SAME_SETUP if a.get(f, _ABSENT.get(f)) != b.get(f, _ABSENT.get(f))]
+
+
 def _runs(doc: Dict) -> List[Dict]:
     """A record's own `runs` (already merged), or one run describing it."""
     if doc.get("runs"):
@@ -41,7 +46,7 @@ def merge(docs: List[Dict]) -> Tuple[Dict, int]:
         validate_record(doc)
     first = docs[0]
     for i, doc in enumerate(docs[1:], start=2):
-        differ = [f for f in SAME_SETUP if doc.get(f, _ABSENT.get(f)) != first.get(f, _ABSENT.get(f))]
+        differ = setup_differences(first, doc)
         if differ:
             raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}: "
                              f"{[(f, first.get(f), doc.get(f)) for f in differ]}")

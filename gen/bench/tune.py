@@ -8,7 +8,7 @@ import collections
 import math
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gen.bench.report import geomean
 from runtime.dispatch import UNSPLIT, shape_class
@@ -57,6 +57,53 @@ def built_only(rows: List[Dict], built: Set[str]) -> Tuple[List[Dict], List[str]
     ours = set(TUNED_FAMILIES) | set(FAST_FAMILIES)
     gone = sorted({r["kernel"] for r in rows if r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built})
     return [r for r in rows if not (r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built)], gone
+
+
+# the peer every GEMM row is measured against in its own run (combine())
+PEER = "cublaslt_block"
+
+
+def combine(docs: List[Dict]) -> Tuple[List[Dict], int]:
+    """One row list from several all-instance records of the same setup, so
+    that a pick rests on every run instead of one run's noise (two records'
+    best instances at a point often differ by less than their run-to-run
+    spread). A GEMM row's time is the geometric mean over the records of
+    its time over the peer's (cuBLASLt block) at that point in the same run,
+    so that a run-wide drift of clock or power cancels, times the geometric
+    mean of the peer's times; other rows (quantizers) take the geometric
+    mean of their times. A row missing from any record is left out, so every
+    instance is judged on the same runs. Returns the rows (the first
+    record's, times replaced) and how many were left out. One record comes
+    back unchanged."""
+    if not docs:
+        raise ValueError("combining needs one or more records")
+    if len(docs) == 1:
+        return list(docs[0]["rows"]), 0
+    from gen.bench.merge import setup_differences
+
+    for i, doc in enumerate(docs[1:], start=2):
+        differ = setup_differences(docs[0], doc)
+        if differ:  # (another GPU or software: the peer ratios would not compare)
+            raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}")
+    key = lambda r: (r["op"], r["impl"], r["kernel"], r["M"], r["N"], r["K"])
+    tables = [{key(r): r for r in doc["rows"]} for doc in docs]
+    peers = [{(r["M"], r["N"], r["K"]): r["us"] for r in doc["rows"] if r["op"] == "gemm" and r["impl"] == PEER}
+             for doc in docs]
+    rows, left_out = [], 0
+    for k, r in tables[0].items():
+        point = (r["M"], r["N"], r["K"])
+        if not all(k in t for t in tables):
+            left_out += 1
+            continue
+        times = [t[k]["us"] for t in tables]
+        if r["op"] == "gemm" and all(point in p for p in peers):
+            refs = [p[point] for p in peers]
+            us = geomean([a / b for a, b in zip(times, refs)]) * geomean(refs)
+        else:
+            us = geomean(times)
+        rows.append(dict(r, us=us))
+    left_out += sum(1 for t in tables[1:] for k in t if k not in tables[0])
+    return rows, left_out
 
 
 def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
@@ -138,10 +185,13 @@ def _toml_value(v) -> str:
 
 
 def tuned_text(levers: Dict[str, Tuple[Optional[int], str]], dispatch: Dict[str, List[Dict]],
-               provenance: str) -> str:
-    lines = [MARKER.rstrip("\n"),
-             "# [defaults]: the selection rule's W8A8 ceilings; an absent lever means no cap.",
-             "[defaults]"]
+               provenance: str, records: Sequence[str] = ()) -> str:
+    lines = [MARKER.rstrip("\n")]
+    if records:  # (the committed-table test combines the same records)
+        lines += ["# [tuned]: the bench records the table below was derived from (combined by gen tune).",
+                  "[tuned]", "records = [" + ", ".join(f'"{r}"' for r in records) + "]", ""]
+    lines += ["# [defaults]: the selection rule's W8A8 ceilings; an absent lever means no cap.",
+              "[defaults]"]
     for lever, (cap, detail) in sorted(levers.items()):
         if cap is None:
             lines.append(f'{lever}_note = "no cap: W8A8 (quantization counted) beat W8A16 at every measured M; '
