@@ -641,11 +641,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
         // 512 contiguous bytes.
+        // A warp whose 16 rows all lie past M (at M = 16 three of a 64-row
+        // slice's four) neither writes nor sums its part: those rows are
+        // never stored, and the tail of a small-M call is this traffic.
         const int tid = threadIdx.x % 128;
+        const bool rows_live = tm * C::BM + wg_row * 64 + warp * 16 < p.M;
         constexpr int TILE_FLOATS = C::BM * C::BN;
         float* mine = p.partials + (size_t(tile - whole) * slices + slice) * TILE_FLOATS + wg_row * NACC * 128;
+        if (rows_live) {
 #pragma unroll
-        for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
+          for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
+        }
         __threadfence();  // the partial is visible device-wide before the count says so
         ptx::named_barrier(14, C::MATH_WG * 128);
         volatile int* flag = reinterpret_cast<volatile int*>(smem_raw + (bar_base + 16u * C::STAGES - raw));
@@ -665,21 +671,23 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const float* first = p.partials + size_t(tile - whole) * slices * TILE_FLOATS + wg_row * NACC * 128 + tid;
         constexpr int GROUP = NACC * C::SLICES <= 64 ? NACC : 64 / C::SLICES;  // 64 registers in flight
         static_assert(NACC % GROUP == 0, "register groups divide the total");
+        if (rows_live) {  // (a warp past M still joins the epilogue below)
 #pragma unroll
-        for (int g = 0; g < NACC; g += GROUP) {
-          float part[C::SLICES][GROUP];
+          for (int g = 0; g < NACC; g += GROUP) {
+            float part[C::SLICES][GROUP];
 #pragma unroll
-          for (int j = 0; j < C::SLICES; ++j)
+            for (int j = 0; j < C::SLICES; ++j)
 #pragma unroll
-            for (int i = 0; i < GROUP; ++i)
-              part[j][i] = j < slices ? __ldcg(first + size_t(j) * TILE_FLOATS + (g + i) * 128) : 0.f;
+              for (int i = 0; i < GROUP; ++i)
+                part[j][i] = j < slices ? __ldcg(first + size_t(j) * TILE_FLOATS + (g + i) * 128) : 0.f;
 #pragma unroll
-          for (int i = 0; i < GROUP; ++i) {
-            float sum = part[0][i];
+            for (int i = 0; i < GROUP; ++i) {
+              float sum = part[0][i];
 #pragma unroll
-            for (int j = 1; j < C::SLICES; ++j)
-              if (j < slices) sum += part[j][i];
-            acc[g + i] = sum;
+              for (int j = 1; j < C::SLICES; ++j)
+                if (j < slices) sum += part[j][i];
+              acc[g + i] = sum;
+            }
           }
         }
       }
