@@ -221,8 +221,7 @@ def cmd_tune(args) -> int:
         raise SystemExit(f"cannot combine the records: {e}") from None
     if left_out:
         print(f"left out {left_out} row(s) not measured in every record", file=sys.stderr)
-    how = "" if len(docs) == 1 else (f"{len(docs)} records combined (per point, time over cuBLASLt-block's, "
-                                     "geometric mean): ")
+    how = "" if len(docs) == 1 else f"{len(docs)} records combined (geometric mean of each row's times): "
     provenance = f"measured: {docs[0]['gpu']}, {how}{'; '.join(names)} (gen tune)"
     from runtime import manifest
 
@@ -419,8 +418,8 @@ def parser() -> argparse.ArgumentParser:
     _measure_args(tu)
     tu.add_argument("--record", action="append",
                     help="bench record to write (or read with --from-record; repeat it to combine several "
-                         "all-instance records: per point each instance's time over cuBLASLt-block's in the same "
-                         "run, geometric mean over the records, so that one run's noise does not pick the table)")
+                         "all-instance records of one setup: each instance's geometric-mean time over them, so "
+                         "that one run's noise does not pick the table)")
     tu.add_argument("--from-record", action="store_true",
                     help="derive from existing records without measuring (no GPU needed)")
     tu.set_defaults(func=cmd_tune)

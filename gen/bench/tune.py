@@ -59,22 +59,16 @@ def built_only(rows: List[Dict], built: Set[str]) -> Tuple[List[Dict], List[str]
     return [r for r in rows if not (r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built)], gone
 
 
-# the peer every GEMM row is measured against in its own run (combine())
-PEER = "cublaslt_block"
-
-
 def combine(docs: List[Dict]) -> Tuple[List[Dict], int]:
     """One row list from several all-instance records of the same setup, so
-    that a pick rests on every run instead of one run's noise (two records'
-    best instances at a point often differ by less than their run-to-run
-    spread). A GEMM row's time is the geometric mean over the records of
-    its time over the peer's (cuBLASLt block) at that point in the same run,
-    so that a run-wide drift of clock or power cancels, times the geometric
-    mean of the peer's times; other rows (quantizers) take the geometric
-    mean of their times. A row missing from any record is left out, so every
-    instance is judged on the same runs. Returns the rows (the first
-    record's, times replaced) and how many were left out. One record comes
-    back unchanged."""
+    that a pick rests on every run instead of one run's noise (the best
+    instances at a point often differ by less than the run-to-run spread).
+    Each row's time is the geometric mean of its times over the records: a
+    factor that slows a whole run (clock, power) scales every instance at a
+    point alike and leaves their order as it was. A row missing from any
+    record is left out, so every instance is judged on the same runs.
+    Returns the rows (the first record's, times replaced) and how many were
+    left out. One record comes back unchanged."""
     if not docs:
         raise ValueError("combining needs one or more records")
     if len(docs) == 1:
@@ -83,27 +77,13 @@ def combine(docs: List[Dict]) -> Tuple[List[Dict], int]:
 
     for i, doc in enumerate(docs[1:], start=2):
         differ = setup_differences(docs[0], doc)
-        if differ:  # (another GPU or software: the peer ratios would not compare)
+        if differ:  # (another GPU or software: the times would not compare)
             raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}")
     key = lambda r: (r["op"], r["impl"], r["kernel"], r["M"], r["N"], r["K"])
     tables = [{key(r): r for r in doc["rows"]} for doc in docs]
-    peers = [{(r["M"], r["N"], r["K"]): r["us"] for r in doc["rows"] if r["op"] == "gemm" and r["impl"] == PEER}
-             for doc in docs]
-    rows, left_out = [], 0
-    for k, r in tables[0].items():
-        point = (r["M"], r["N"], r["K"])
-        if not all(k in t for t in tables):
-            left_out += 1
-            continue
-        times = [t[k]["us"] for t in tables]
-        if r["op"] == "gemm" and all(point in p for p in peers):
-            refs = [p[point] for p in peers]
-            us = geomean([a / b for a, b in zip(times, refs)]) * geomean(refs)
-        else:
-            us = geomean(times)
-        rows.append(dict(r, us=us))
-    left_out += sum(1 for t in tables[1:] for k in t if k not in tables[0])
-    return rows, left_out
+    rows = [dict(r, us=geomean([t[k]["us"] for t in tables])) for k, r in tables[0].items()
+            if all(k in t for t in tables)]
+    return rows, len(set().union(*tables)) - len(rows)
 
 
 def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
