@@ -203,8 +203,9 @@ def cmd_tune(args) -> int:
         if rc:
             print("some arm was wrong; the dispatch table and levers were not written", file=sys.stderr)
             return rc
+    rels = [_repo_relative(r) for r in records]  # (None: outside the repository)
     docs, names = [], []
-    for record in records:
+    for record, rel in zip(records, rels):
         try:
             doc = json.loads(record.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -212,9 +213,8 @@ def cmd_tune(args) -> int:
         if doc.get("timing", "events") != "events":
             raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
                              "events timing (what a caller sees back to back)")
-        rel = _repo_relative(record) or record
         docs.append(doc)
-        names.append(f"{rel} (git {doc['git_sha'][:10]}, {doc['date']})")
+        names.append(f"{rel or record} (git {doc['git_sha'][:10]}, {doc['date']})")
     try:
         combined, left_out = tune.combine(docs)
     except ValueError as e:
@@ -230,8 +230,7 @@ def cmd_tune(args) -> int:
     if gone:
         print(f"left out {len(gone)} measured instance(s) no longer built: {', '.join(gone)}", file=sys.stderr)
     # several records: their repository paths go into the table's [tuned] (the committed-table test combines them)
-    listed = [_repo_relative(p) for p in records]
-    listed = [str(p) for p in listed] if len(records) > 1 and None not in listed else []
+    listed = [str(r) for r in rels] if len(records) > 1 and None not in rels else []
     text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows), provenance, listed)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
