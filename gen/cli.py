@@ -215,17 +215,27 @@ def cmd_tune(args) -> int:
                              "events timing (what a caller sees back to back)")
         docs.append(doc)
         names.append(f"{rel or record} (git {doc['git_sha'][:10]}, {doc['date']})")
-    try:
-        combined, left_out = tune.combine(docs)
-    except ValueError as e:
-        raise SystemExit(f"cannot combine the records: {e}") from None
-    if left_out:
-        print(f"left out {left_out} row(s) not measured in every record", file=sys.stderr)
-    how = "" if len(docs) == 1 else f"{len(docs)} records combined (geometric mean of each row's times): "
-    provenance = f"measured: {docs[0]['gpu']}, {how}{'; '.join(names)} (gen tune)"
     from runtime import manifest
 
     _, entries = manifest.load(manifest_path(args.arch))
+    try:
+        # several records: each one's times count only for the binaries built today
+        today = tune.binaries_timed(docs, args.arch, {e.name: tune.digest(e.cubin_sha256, e.shim_sha256)
+                                                      for e in entries},
+                                    lambda sha: tune.manifest_at(sha, args.arch)) if len(docs) > 1 else None
+        combined, left_out = tune.combine(docs, today)
+    except ValueError as e:
+        raise SystemExit(f"cannot combine the records: {e}") from None
+    if today:
+        for i, name in enumerate(names):
+            older = sum(not today(i, r) for r in docs[i]["rows"])
+            if older:
+                print(f"{name}: {older} timing(s) of binaries rebuilt or dropped since, not used", file=sys.stderr)
+    if left_out:
+        print(f"left out {left_out} row(s) that no record timed on today's binaries", file=sys.stderr)
+    how = "" if len(docs) == 1 else (f"{len(docs)} records combined (each row's times on today's binaries, "
+                                     "over each record's factor at the point, geometric mean): ")
+    provenance = f"measured: {docs[0]['gpu']}, {how}{'; '.join(names)} (gen tune)"
     rows, gone = tune.built_only(combined, {e.name for e in entries})
     if gone:
         print(f"left out {len(gone)} measured instance(s) no longer built: {', '.join(gone)}", file=sys.stderr)

@@ -78,10 +78,13 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
     for record in records:
         if not record.exists():
             pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
-    combined, _ = tune.combine([json.loads(r.read_text()) for r in records])
+    docs = [json.loads(r.read_text()) for r in records]
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    today = tune.binaries_timed(docs, "sm_90a", {e.name: tune.digest(e.cubin_sha256, e.shim_sha256) for e in entries},
+                                lambda sha: tune.manifest_at(sha, "sm_90a")) if len(docs) > 1 else None
+    combined, _ = tune.combine(docs, today)
     table = load_hardware("sm_90a").dispatch
     # (the record may hold an instance dropped since; gen tune leaves it out too)
-    _, entries = manifest.load(manifest_path("sm_90a"))
     rows, _ = tune.built_only(combined, {e.name for e in entries})
     checked = 0
     for family in tune.TUNED_FAMILIES:
@@ -194,16 +197,56 @@ def test_combined_records_pick_what_every_run_says_not_one_runs_noise():
     assert tune.combine([one]) == (one["rows"], 0)
 
 
-def test_combining_leaves_out_rows_missing_from_a_record_and_refuses_other_setups():
-    full = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
-            row("cublaslt_block", "p", 64, 4096, 1024, 3.0)]
-    combined, left_out = tune.combine([_record(full), _record(full[1:]), _record(full + [
-        row("w8a8_wgmma", "c", 64, 4096, 1024, 0.5)])])
-    assert {r["kernel"] for r in combined} == {"b", "p"} and left_out == 2  # `a` (not in 2) and `c` (only in 3)
+def test_combining_keeps_rows_some_records_lack_scaled_by_each_runs_factor_and_refuses_other_setups():
+    """Record 2 ran 2x slower as a whole and adds `c`; record 1 alone has `a`.
+    Each record's factor is the geometric mean of the rows both timed (b, p):
+    c and a keep the order record 2 and record 1 gave them."""
+    first = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+             row("cublaslt_block", "p", 64, 4096, 1024, 3.0)]
+    second = [row("w8a8_wgmma", "b", 64, 4096, 1024, 4.0), row("cublaslt_block", "p", 64, 4096, 1024, 6.0),
+              row("w8a8_wgmma", "c", 64, 4096, 1024, 3.2)]
+    combined, left_out = tune.combine([_record(first), _record(second)])
+    us = {r["kernel"]: r["us"] for r in combined}
+    assert left_out == 0 and set(us) == {"a", "b", "c", "p"}
+    assert us["b"] == pytest.approx((2.0 * 4.0) ** 0.5) and us["p"] == pytest.approx((3.0 * 6.0) ** 0.5)
+    assert us["c"] / us["b"] == pytest.approx(3.2 / 4.0) and us["a"] / us["b"] == pytest.approx(1.0 / 2.0)
+    assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "a"
     with pytest.raises(ValueError, match="torch"):
-        tune.combine([_record(full), _record(full, torch="other")])
+        tune.combine([_record(first), _record(first, torch="other")])
     with pytest.raises(ValueError):
         tune.combine([])
+
+
+def test_a_time_on_a_binary_rebuilt_since_is_not_used():
+    """Record 1 (commit s1) timed `a` fastest, but `a` was rebuilt since:
+    only record 2's time of it counts; `gone` (dropped) is left out; the
+    peer counts from both. A merged record's runs name each shape's commit."""
+    old = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+           row("w8a8_wgmma", "gone", 64, 4096, 1024, 0.1), row("cublaslt_block", "p", 64, 4096, 1024, 3.0)]
+    new = [row("w8a8_wgmma", "a", 64, 4096, 1024, 2.4), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+           row("cublaslt_block", "p", 64, 4096, 1024, 3.0)]
+    docs = [_record(old, git_sha="s1", runs=[{"git_sha": "s1", "shapes": ["4096x1024"]}]),
+            _record(new, git_sha="other", runs=[{"git_sha": "s2", "shapes": ["4096x1024"]}])]
+    manifests = {"s1": {"a": "old", "b": "B", "gone": "G"}, "s2": {"a": "A", "b": "B"}}
+    read = []
+    today = tune.binaries_timed(docs, "sm_90a", {"a": "A", "b": "B"}, lambda sha: read.append(sha) or manifests[sha])
+    assert [today(0, r) for r in old] == [False, True, False, True] and all(today(1, r) for r in new)
+    combined, left_out = tune.combine(docs, today)
+    us = {r["kernel"]: r["us"] for r in combined}
+    assert left_out == 1 and set(us) == {"a", "b", "p"} and us["a"] == pytest.approx(2.4)
+    assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "b"
+    assert sorted(read) == ["s1", "s2"]  # each commit's manifest read once
+
+
+def test_the_manifest_at_a_commit_comes_from_git():
+    from runtime.paths import REPO_ROOT
+
+    if not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    head = tune.manifest_at("HEAD", "sm_90a")
+    assert head and all(":" in d for d in head.values())
+    with pytest.raises(ValueError, match="cannot read"):
+        tune.manifest_at("0" * 40, "sm_90a")
 
 
 def test_tune_combines_several_records_and_refuses_several_to_write(tmp_path, monkeypatch):

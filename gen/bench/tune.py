@@ -8,7 +8,7 @@ import collections
 import math
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from gen.bench.report import geomean
 from runtime.dispatch import UNSPLIT, shape_class
@@ -59,19 +59,28 @@ def built_only(rows: List[Dict], built: Set[str]) -> Tuple[List[Dict], List[str]
     return [r for r in rows if not (r["op"] == "gemm" and r["impl"] in ours and r["kernel"] not in built)], gone
 
 
-def combine(docs: List[Dict]) -> Tuple[List[Dict], int]:
+def combine(docs: List[Dict], timed_today: Optional[Callable[[int, Dict], bool]] = None) -> Tuple[List[Dict], int]:
     """One row list from several all-instance records of the same setup, so
     that a pick rests on every run instead of one run's noise (the best
     instances at a point often differ by less than the run-to-run spread).
-    Each row's time is the geometric mean of its times over the records: a
-    factor that slows a whole run (clock, power) scales every instance at a
-    point alike and leaves their order as it was. A row missing from any
-    record is left out, so every instance is judged on the same runs.
-    Returns the rows (the first record's, times replaced) and how many were
-    left out. One record comes back unchanged."""
+
+    A whole run can be slower or faster (clock, power); that factor scales
+    every row of the run at a point alike. So each record's times at a point
+    are divided by the record's factor there: the geometric mean, in that
+    record, of the rows every record timed at the point. Each row's time is
+    then the geometric mean of its divided times over the records that timed
+    it, times the mean factor. Where every record timed every row this is
+    the plain geometric mean of each row's times; a row some records lack
+    (an instance added or rebuilt since) still compares fairly.
+
+    timed_today(i, row) says whether record i timed the binary built today
+    (see binaries_timed); a time on an older binary is not used. A row no
+    record timed today's binary of is left out. Returns the rows (each
+    row's first timing, its time replaced) and how many rows were left out.
+    One record with no timed_today comes back unchanged."""
     if not docs:
         raise ValueError("combining needs one or more records")
-    if len(docs) == 1:
+    if len(docs) == 1 and timed_today is None:
         return list(docs[0]["rows"]), 0
     from gen.bench.merge import setup_differences
 
@@ -80,10 +89,73 @@ def combine(docs: List[Dict]) -> Tuple[List[Dict], int]:
         if differ:  # (another GPU or software: the times would not compare)
             raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}")
     key = lambda r: (r["op"], r["impl"], r["kernel"], r["M"], r["N"], r["K"])
-    tables = [{key(r): r for r in doc["rows"]} for doc in docs]
-    rows = [dict(r, us=geomean([t[k]["us"] for t in tables])) for k, r in tables[0].items()
-            if all(k in t for t in tables)]
-    return rows, len(set().union(*tables)) - len(rows)
+    point = lambda k: (k[0], k[3], k[4], k[5])
+    today = timed_today or (lambda i, r: True)
+    tables = [{key(r): r for r in doc["rows"] if today(i, r)} for i, doc in enumerate(docs)]
+    common: Dict[Tuple, List[Tuple]] = collections.defaultdict(list)  # point -> rows every record timed
+    for k in set.intersection(*(set(t) for t in tables)):
+        common[point(k)].append(k)
+    factors = {p: [geomean([t[k]["us"] for k in ks]) for t in tables] for p, ks in common.items()}
+    rows, seen = [], set()
+    for t in tables:
+        for k, r in t.items():
+            if k in seen:
+                continue
+            seen.add(k)
+            f = factors.get(point(k), [1.0] * len(tables))
+            us = geomean([u[k]["us"] / f[i] for i, u in enumerate(tables) if k in u]) * geomean(f)
+            rows.append(dict(r, us=us))
+    everything = {key(r) for doc in docs for r in doc["rows"]}
+    return rows, len(everything - seen)
+
+
+def manifest_at(sha: str, arch: str) -> Dict[str, str]:
+    """{instance: cubin and host-shim digests} of emitted/<arch>/manifest.json
+    as committed at `sha` (git)."""
+    import json
+    import subprocess
+
+    from runtime.paths import REPO_ROOT
+
+    path = f"emitted/{arch}/manifest.json"
+    done = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{sha}:{path}"], capture_output=True, text=True)
+    if done.returncode:
+        raise ValueError(f"cannot read {path} at commit {sha} (records are matched to today's binaries through "
+                         f"git history): {done.stderr.strip()}")
+    return {k["name"]: digest(k["cubin_sha256"], k.get("shim_sha256", "")) for k in json.loads(done.stdout)["kernels"]}
+
+
+def digest(cubin_sha256: str, shim_sha256: str) -> str:
+    return f"{cubin_sha256}:{shim_sha256}"
+
+
+def binaries_timed(docs: List[Dict], arch: str, today: Dict[str, str],
+                   read_manifest: Callable[[str], Dict[str, str]]) -> Callable[[int, Dict], bool]:
+    """timed_today for combine: record i's row of an fp8gen instance counts
+    only if the instance's cubin and host shim at the commit that timed it
+    (read_manifest(sha) -> {name: digest}, from git) are today's (`today`).
+    A record merged from several runs names each run's commit and shapes.
+    Peers (cuBLASLt, torch) always count."""
+    ours = set(TUNED_FAMILIES) | set(FAST_FAMILIES)
+    at: Dict[str, Dict[str, str]] = {}
+
+    def binaries(sha: str) -> Dict[str, str]:
+        if sha not in at:
+            at[sha] = read_manifest(sha)
+        return at[sha]
+
+    shas = []
+    for doc in docs:
+        by_shape = {shape: run["git_sha"] for run in doc.get("runs", []) for shape in run.get("shapes", [])}
+        shas.append((by_shape, doc["git_sha"]))
+
+    def timed_today(i: int, row: Dict) -> bool:
+        if row["op"] != "gemm" or row["impl"] not in ours:
+            return True
+        by_shape, sha = shas[i]
+        then = binaries(by_shape.get(f"{row['N']}x{row['K']}", sha)).get(row["kernel"])
+        return then is not None and then == today.get(row["kernel"])
+    return timed_today
 
 
 def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
