@@ -620,30 +620,23 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // register's stores from a warpgroup are 512 contiguous bytes.
       constexpr uint32_t PARTIAL_BYTES = C::BM * C::BN * 4;
       const uint32_t mine = xred_base + uint32_t(wg_row * NACC * 128 + threadIdx.x % 128) * 4;
-      // As with K slices below: a warp whose 16 rows all lie past M neither
-      // sends nor sums its part (every thread still arrives on the barriers).
-      const bool rows_live = tm * C::BM + wg_row * 64 + warp * 16 < p.M;
       if (rank > 0) {
         // rank 0 has read this slot's previous partial; then write this one
         // into its shared memory and release it there (each thread its own)
         ptx::mbar_wait_cluster(xempty, (xtiles & 1) ^ 1);
         const uint32_t remote = ptx::map_shared_rank(mine + (rank - 1) * PARTIAL_BYTES, 0);
-        if (rows_live) {
 #pragma unroll
-          for (int i = 0; i < NACC; ++i) ptx::st_shared_cluster(remote + i * 512, acc[i]);
-        }
+        for (int i = 0; i < NACC; ++i) ptx::st_shared_cluster(remote + i * 512, acc[i]);
         ptx::mbar_arrive_release_cluster(xfull, 0);
         ++xtiles;
         continue;  // rank 0 stores the tile
       }
       ptx::mbar_wait_cluster(xfull, xtiles & 1);
       const float* part = reinterpret_cast<const float*>(smem_raw + (mine - raw));
-      if (rows_live) {
 #pragma unroll
-        for (int j = 0; j < C::CLUSTER_K - 1; ++j)  // in rank order: the same bits every run
+      for (int j = 0; j < C::CLUSTER_K - 1; ++j)  // in rank order: the same bits every run
 #pragma unroll
-          for (int i = 0; i < NACC; ++i) acc[i] += part[j * (PARTIAL_BYTES / 4) + i * 128];
-      }
+        for (int i = 0; i < NACC; ++i) acc[i] += part[j * (PARTIAL_BYTES / 4) + i * 128];
       __syncwarp();  // this warp's reads are done: the peers may write the slots again
       if (lane == 0) {
 #pragma unroll
