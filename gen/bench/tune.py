@@ -118,7 +118,10 @@ def manifest_at(sha: str, arch: str) -> Dict[str, str]:
     from runtime.paths import REPO_ROOT
 
     path = f"emitted/{arch}/manifest.json"
-    done = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{sha}:{path}"], capture_output=True, text=True)
+    try:
+        done = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{sha}:{path}"], capture_output=True, text=True)
+    except OSError as e:  # (no git here)
+        raise ValueError(f"cannot read {path} at commit {sha}: {e}") from None
     if done.returncode:
         raise ValueError(f"cannot read {path} at commit {sha} (records are matched to today's binaries through "
                          f"git history): {done.stderr.strip()}")
