@@ -427,8 +427,10 @@ def parser() -> argparse.ArgumentParser:
     _measure_args(tu)
     tu.add_argument("--record", action="append",
                     help="bench record to write (or read with --from-record; repeat it to combine several "
-                         "all-instance records of one setup: each instance's geometric-mean time over them, so "
-                         "that one run's noise does not pick the table)")
+                         "all-instance records of one setup, so that one run's noise does not pick the table: "
+                         "per point each record's times over its factor there, geometric mean; only times of "
+                         "the binaries built today count, matched through git's manifests at the records' "
+                         "commits)")
     tu.add_argument("--from-record", action="store_true",
                     help="derive from existing records without measuring (no GPU needed)")
     tu.set_defaults(func=cmd_tune)
