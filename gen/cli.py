@@ -220,9 +220,7 @@ def cmd_tune(args) -> int:
     _, entries = manifest.load(manifest_path(args.arch))
     try:
         # several records: each one's times count only for the binaries built today
-        today = tune.binaries_timed(docs, args.arch, {e.name: tune.digest(e.cubin_sha256, e.shim_sha256)
-                                                      for e in entries},
-                                    lambda sha: tune.manifest_at(sha, args.arch)) if len(docs) > 1 else None
+        today = tune.todays_binaries(docs, args.arch, entries)
         combined, left_out = tune.combine(docs, today)
     except ValueError as e:
         raise SystemExit(f"cannot combine the records: {e}") from None

@@ -80,8 +80,7 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
             pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
     docs = [json.loads(r.read_text()) for r in records]
     _, entries = manifest.load(manifest_path("sm_90a"))
-    today = tune.binaries_timed(docs, "sm_90a", {e.name: tune.digest(e.cubin_sha256, e.shim_sha256) for e in entries},
-                                lambda sha: tune.manifest_at(sha, "sm_90a")) if len(docs) > 1 else None
+    today = tune.todays_binaries(docs, "sm_90a", entries)
     if today:
         try:  # several records are matched to today's binaries through git history
             for doc in docs:
@@ -236,7 +235,7 @@ def test_a_time_on_a_binary_rebuilt_since_is_not_used():
             _record(new, git_sha="other", runs=[{"git_sha": "s2", "shapes": ["4096x1024"]}])]
     manifests = {"s1": {"a": "old", "b": "B", "gone": "G"}, "s2": {"a": "A", "b": "B"}}
     read = []
-    today = tune.binaries_timed(docs, "sm_90a", {"a": "A", "b": "B"}, lambda sha: read.append(sha) or manifests[sha])
+    today = tune.binaries_timed(docs, {"a": "A", "b": "B"}, lambda sha: read.append(sha) or manifests[sha])
     assert [today(0, r) for r in old] == [False, True, False, True] and all(today(1, r) for r in new)
     combined, left_out = tune.combine(docs, today)
     us = {r["kernel"]: r["us"] for r in combined}

@@ -132,7 +132,17 @@ def digest(cubin_sha256: str, shim_sha256: str) -> str:
     return f"{cubin_sha256}:{shim_sha256}"
 
 
-def binaries_timed(docs: List[Dict], arch: str, today: Dict[str, str],
+def todays_binaries(docs: List[Dict], arch: str, entries) -> Optional[Callable[[int, Dict], bool]]:
+    """combine's timed_today for several records of `arch`, against the
+    manifest entries built today; None for one record (what was just
+    measured is taken as it is)."""
+    if len(docs) < 2:
+        return None
+    return binaries_timed(docs, {e.name: digest(e.cubin_sha256, e.shim_sha256) for e in entries},
+                          lambda sha: manifest_at(sha, arch))
+
+
+def binaries_timed(docs: List[Dict], today: Dict[str, str],
                    read_manifest: Callable[[str], Dict[str, str]]) -> Callable[[int, Dict], bool]:
     """timed_today for combine: record i's row of an fp8gen instance counts
     only if the instance's cubin and host shim at the commit that timed it
