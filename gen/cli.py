@@ -168,7 +168,7 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
     return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(families),
                  out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
                  git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
-                 timing=getattr(args, "timing", "events"))
+                 timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"))
 
 
 def cmd_bench(args) -> int:
@@ -387,6 +387,11 @@ def parser() -> argparse.ArgumentParser:
                     help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "
                          "caller sees and what gen tune uses; kernel: the profiler's kernel durations per call, "
                          "L2 flushed before each (how DeepGEMM's published figures were measured)")
+    be.add_argument("--pdl", choices=("auto", "on", "off"), default="auto",
+                    help="launch fp8gen's kernels with programmatic dependent launch: auto (default) is on for "
+                         "events timing and off for kernel timing, where a flush kernel precedes every call and "
+                         "PDL would only start the kernel early, inside the flush, and count that wait in its "
+                         "duration; FP8GEN_NO_PDL forces off")
     be.set_defaults(func=cmd_bench)
 
     so = sub.add_parser("soak", help="launch every instance of a GEMM family many times, one process each (GPU)",

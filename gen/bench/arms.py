@@ -30,6 +30,8 @@ class Context:
     workspace: object = None  # a runtime.Workspace with room for the split-K instances at every point
     rows: List[grid.Row] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
+    # points a peer library refused (its limits, not a wrong result: reported, not failed)
+    refusals: List[str] = dataclasses.field(default_factory=list)
     progress: Callable[[str], None] = print
     # how a call is timed: time_us (events around back-to-back calls, launch
     # gaps included) or timing.kernel_us (the profiler's kernel durations)
@@ -107,7 +109,11 @@ def _activations(ctx: Context, M: int, K: int, count: int):
     for _ in range(count):
         x = with_outliers((M, K), ctx.gen).to(torch.bfloat16)
         a_q, a_s = quantize_act(x)
-        a_s_gm = a_s.t().contiguous()  # MN-major [K/128, M]: token index contiguous
+        # MN-major [K/128, M_pad]: token index contiguous, rows padded to 4
+        # floats (16 bytes, what TMA and cuBLASLt need) with zero scales
+        m_pad = -(-M // 4) * 4
+        a_s_gm = torch.zeros(K // 128, m_pad, dtype=torch.float32, device="cuda")
+        a_s_gm[:, :M] = a_s.t()
         # per tensor: one scale for the whole activation
         a_t_s = (x.float().abs().max() / 448.0).reshape(())
         a_t_q = (x.float() / a_t_s).clamp(-448, 448).to(torch.float8_e4m3fn)
@@ -115,7 +121,7 @@ def _activations(ctx: Context, M: int, K: int, count: int):
         a_r_s = (x.float().abs().amax(dim=1) / 448.0).clamp_min(1e-12)
         a_r_q = (x.float() / a_r_s[:, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
         out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn), a_s_gm=a_s_gm,
-                        a_s_mn=a_s_gm.t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s,
+                        a_s_mn=a_s_gm[:, :M].t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s,
                         a_r_fp8=a_r_q, a_r_q=a_r_q.view(torch.uint8), a_r_s=a_r_s))
     return out
 
@@ -153,7 +159,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
             run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
                                                                        instance=i), ref_w8a8)
     for family in ("w8a8_wgmma", "w8a8_cutlass"):
-        if not ctx.want(family) or M % 4:  # unpadded MN-major scales need M % 4 == 0
+        if not ctx.want(family):
             continue
         call = getattr(rt, family)
         # early_weights: the weights are static here, as rt.linear's are (the
@@ -176,7 +182,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         try:
             run("cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8)
         except RuntimeError as e:  # e.g. a shape cuBLASLt refuses
-            ctx.failures.append(f"cublaslt_block M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+            ctx.refusals.append(f"cublaslt_block M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
     if ctx.want("w8a8_tensor") or ctx.want("cublaslt_tensor"):
         # per-tensor arms on the same per-tensor inputs (GEMM only: the
         # quantization is the caller's in both)
@@ -195,7 +201,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         try:
             run("cublaslt_tensor", "torch._scaled_mm per-tensor", scaled_mm_tensor, ref_tensor)
         except RuntimeError as e:
-            ctx.failures.append(f"cublaslt_tensor M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+            ctx.refusals.append(f"cublaslt_tensor M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
     if ctx.want("w8a8_row") or ctx.want("cublaslt_row"):
         ref_row = (acts[0]["a_r_fp8"].double() * acts[0]["a_r_s"].double()[:, None]) @ shape.w_r_deq0.T
     if ctx.want("w8a8_row"):
@@ -209,7 +215,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         try:
             run("cublaslt_row", "torch._scaled_mm row-wise", scaled_mm_row, ref_row)
         except RuntimeError as e:
-            ctx.failures.append(f"cublaslt_row M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+            ctx.refusals.append(f"cublaslt_row M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
     if ctx.want("torch_bf16"):
         run("torch_bf16", "torch.matmul bf16", lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o),
             None)

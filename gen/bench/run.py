@@ -26,7 +26,24 @@ def _progress(done: int, total: int, what: str) -> None:
 
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-          all_instances: bool = False, timing: str = "events") -> int:
+          all_instances: bool = False, timing: str = "events", pdl: str = "auto") -> int:
+    """Times the grid; returns 1 if any arm was wrong. pdl: "on", "off" or
+    "auto" (on for events timing, off for kernel timing: each kernel-timed
+    call follows an L2 flush kernel, and with PDL the GEMM would start during
+    that kernel and its measured duration would include the wait for it)."""
+    from runtime.env import knobs, override
+
+    if pdl not in ("auto", "on", "off"):
+        raise ValueError(f"pdl is auto, on or off, not {pdl!r}")
+    no_pdl = knobs().no_pdl or pdl == "off" or (pdl == "auto" and timing == "kernel")
+    with override(no_pdl=no_pdl):
+        return _bench(arch=arch, shapes=shapes, ms=ms, families=families, out=out, md=md, png=png,
+                      git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing)
+
+
+def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
+           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
+           all_instances: bool, timing: str) -> int:
     import torch
 
     import runtime
@@ -88,6 +105,8 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
         if why:
             print(f"no PNG: {why}", file=sys.stderr)
     print(table)
+    for r in ctx.refusals:
+        print(f"peer refused (not counted as a failure): {r}", file=sys.stderr)
     for f in ctx.failures:
         print(f"FAILED: {f}", file=sys.stderr)
     return 1 if ctx.failures else 0
