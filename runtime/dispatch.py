@@ -1,6 +1,6 @@
 """The measured dispatch table: which instance of a family serves (n, k, m).
 
-`gen tune` writes HARDWARE.toml [[dispatch.<family>]] rules of two kinds:
+`gen tune` writes HARDWARE.toml [dispatch] rules (a list per family) of two kinds:
 exact shapes {n, k, m_max, instance} and shape classes {shape_class, m_max,
 instance} ("widening" n > k, "narrowing" n <= k). A rule serves m <= m_max;
 past the largest m_max the largest bucket's rule serves. Exact shapes win

@@ -264,12 +264,16 @@ def tuned_text(levers: Dict[str, Tuple[Optional[int], str]], dispatch: Dict[str,
         else:
             lines.append(f"{lever} = {cap}")
             lines.append(f'{lever}_note = "{provenance}; W8A8/W8A16 time by M: {detail}"')
-    lines += ["", f"# Fastest instance per shape and M bucket (m <= m_max); {provenance}."]
+    lines += ["", f"# Fastest instance per shape and M bucket (m <= m_max); {provenance}.",
+              "# One rule per line (an array of inline tables: the same rules as [[dispatch.<family>]] blocks).",
+              "[dispatch]"]
     for family, rules in sorted(dispatch.items()):
+        lines.append(f"{family} = [")
         for r in rules:
-            lines.append(f"[[dispatch.{family}]]")
-            lines += [f"{key} = {_toml_value(r[key])}" for key in ("n", "k", "shape_class", "m_max", "instance")
-                      if key in r]
+            fields = ", ".join(f"{key} = {_toml_value(r[key])}" for key in ("n", "k", "shape_class", "m_max",
+                                                                             "instance") if key in r)
+            lines.append(f"  {{ {fields} }},")
+        lines.append("]")
     return "\n".join(lines) + "\n"
 
 
