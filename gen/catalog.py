@@ -513,7 +513,7 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
         if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
-            found.update(min_k=self.cluster_k * BLOCK_K)
+            found.update(min_k=self.cluster_k * BLOCK_K, cluster_k=self.cluster_k)
         return found
 
     def check(self, hw: Hardware) -> None:

@@ -239,7 +239,10 @@ def cmd_tune(args) -> int:
         print(f"left out {len(gone)} measured instance(s) no longer built: {', '.join(gone)}", file=sys.stderr)
     # several records: their repository paths go into the table's [tuned] (the committed-table test combines them)
     listed = [str(r) for r in rels] if len(records) > 1 and None not in rels else []
-    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows), provenance, listed)
+    from gen.bench import waves
+
+    fill_in = waves.for_arch(args.arch, entries, build_dir())  # (loads the split instances' host shims)
+    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows, fill_in), provenance, listed)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
     except ValueError as e:

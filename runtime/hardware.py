@@ -34,6 +34,8 @@ class Hardware:
     cutlass_arch: Optional[int] = None  # CUTLASS's arch tag for this target's collectives
     # peers' published figures the bench summary compares with ([published])
     published: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    # gen tune's model between measured M ([wave_model]: sm_count, call_cost_us)
+    wave_model: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -66,6 +68,7 @@ def load_hardware(arch: str) -> Hardware:
             cutlass_arch=doc.get("cutlass_arch"),
             specialize={k: list(v) for k, v in doc.get("specialize", {}).items()},
             published=dict(doc.get("published", {})),
+            wave_model=dict(doc.get("wave_model", {})),
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

@@ -66,9 +66,9 @@ def test_tuned_text_round_trips_through_hardware_toml(tmp_path, monkeypatch):
     assert h.instances == original_instances and h.instances
 
 
-def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
-    """The fastest as the records the table names in [tuned] measured them,
-    combined as gen tune combines them (or bench-h200.json alone)."""
+def _committed_rows():
+    """The rows of the records [tuned] names, combined as gen tune combines
+    them, without instances no longer built; and the manifest's entries."""
     import tomllib
 
     from runtime.paths import REPO_ROOT
@@ -89,9 +89,16 @@ def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
         except ValueError as e:
             pytest.skip(f"no git history here: {e}")
     combined, _ = tune.combine(docs, today)
-    table = load_hardware("sm_90a").dispatch
     # (the record may hold an instance dropped since; gen tune leaves it out too)
     rows, _ = tune.built_only(combined, {e.name for e in entries})
+    return rows, entries
+
+
+def test_committed_dispatch_routes_every_point_to_the_recorded_fastest():
+    """The fastest as the records the table names in [tuned] measured them,
+    combined as gen tune combines them (or bench-h200.json alone)."""
+    rows, entries = _committed_rows()
+    table = load_hardware("sm_90a").dispatch
     checked = 0
     for family in tune.TUNED_FAMILIES:
         for (n, k, m), times in tune._times(rows, family).items():
@@ -265,3 +272,21 @@ def test_tune_combines_several_records_and_refuses_several_to_write(tmp_path, mo
     with pytest.raises(SystemExit, match="events timing"):
         main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(tmp_path / "b.json"),
               "--record", str(tmp_path / "a.json")])
+
+
+def test_committed_dispatch_is_what_gen_tune_derives_with_the_wave_model():
+    """The whole committed table, the buckets between the measured M
+    included, is what the records and [wave_model] give (gen/bench/waves.py;
+    the split instances' host shims come from the build)."""
+    from gen.bench import waves
+    from runtime.errors import LoadError
+    from runtime.paths import build_dir
+
+    rows, entries = _committed_rows()
+    try:
+        fill_in = waves.for_arch("sm_90a", entries, build_dir())
+        derived = tune.derive_dispatch(rows, fill_in)
+    except LoadError as e:
+        pytest.skip(f"the host shims are not built here: {e}")
+    assert fill_in is not None
+    assert derived == load_hardware("sm_90a").dispatch

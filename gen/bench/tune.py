@@ -171,32 +171,42 @@ def binaries_timed(docs: List[Dict], today: Dict[str, str],
     return timed_today
 
 
-def derive_dispatch(rows: List[Dict]) -> Dict[str, List[Dict]]:
+# fill_in(measured {M: {instance: us}}, n, k) -> {M: instance} at unmeasured M
+# (gen.bench.waves, bound to the manifest, the SM count and the host shims)
+FillIn = Callable[[Dict[int, Dict[str, float]], int, int], Dict[int, str]]
+
+
+def derive_dispatch(rows: List[Dict], fill_in: Optional[FillIn] = None) -> Dict[str, List[Dict]]:
     """Each tuned family's table, and for the families with split-K
     instances a second one, `<family>_unsplit`, among the instances that
     need no split-K workspace: what the runtime routes to when the caller's
-    workspace has no room for a split (runtime.dispatch.choose)."""
+    workspace has no room for a split (runtime.dispatch.choose). With
+    fill_in, each exact shape's buckets also get the instance it predicts
+    between the measured M (gen.bench.waves)."""
     table: Dict[str, List[Dict]] = {}
     for family in TUNED_FAMILIES:
         times = _times(rows, family)
         if not times:
             continue
-        table[family] = _rules(times)
+        table[family] = _rules(times, fill_in)
         if any(SPLIT_TAG.search(i) for t in times.values() for i in t):
             whole = {p: {i: us for i, us in t.items() if not SPLIT_TAG.search(i)} for p, t in times.items()}
-            table[family + UNSPLIT] = _rules({p: t for p, t in whole.items() if t})
+            table[family + UNSPLIT] = _rules({p: t for p, t in whole.items() if t}, fill_in)
     return table
 
 
-def _rules(times: Dict[Point, Dict[str, float]]) -> List[Dict]:
-    """Per shape, the fastest instance per M bucket; per shape class, the
-    instance with the smallest geometric-mean slowdown at each M."""
+def _rules(times: Dict[Point, Dict[str, float]], fill_in: Optional[FillIn] = None) -> List[Dict]:
+    """Per shape, the fastest instance per M bucket (measured, and between
+    the measured M what fill_in predicts); per shape class, the instance
+    with the smallest geometric-mean slowdown at each measured M."""
     rules: List[Dict] = []
     shapes = sorted({(n, k) for n, k, _ in times})
     for n, k in shapes:
-        winners = [(m, min(t, key=t.get)) for (nn, kk, m), t in sorted(times.items(), key=lambda i: i[0][2])
-                   if (nn, kk) == (n, k)]
-        rules += [{"n": n, "k": k, **r} for r in _runs(winners)]
+        measured = {m: t for (nn, kk, m), t in times.items() if (nn, kk) == (n, k)}
+        picks = {m: min(t, key=t.get) for m, t in measured.items()}
+        if fill_in is not None:
+            picks = {**fill_in(measured, n, k), **picks}  # (a measured M keeps its measured winner)
+        rules += [{"n": n, "k": k, **r} for r in _runs(sorted(picks.items()))]
     for cls in ("widening", "narrowing"):
         by_m: Dict[int, List[Dict[str, float]]] = collections.defaultdict(list)
         for (n, k, m), t in times.items():
