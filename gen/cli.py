@@ -105,20 +105,50 @@ def cmd_explain(args) -> int:
     entries = {}
     for e in kernels:
         entries.setdefault(e.family, []).append(e)
+    hardware = load_hardware(args.arch)
+    table = _explain_table(hardware, kernels, args.sms)
     d = select.decide(args.m, args.n, args.k, weight_format=args.format, knobs=knobs(),
-                      levers=select.Levers.from_defaults(load_hardware(args.arch).defaults),
+                      levers=select.Levers.from_defaults(hardware.defaults),
                       available=select.Availability(
                           quantizer=bool(entries.get("quant_group")), scratch=True,
                           note="explain assumes the caller allocated the workspace"),
                       entries=entries, arch=args.arch, tp=args.tp, parallel=args.parallel,
-                      dispatch=load_hardware(args.arch).dispatch)
+                      dispatch=table)
     print(f"arch {args.arch}: manifest {manifest_path(args.arch).relative_to(REPO_ROOT)}, "
           f"levers from hardware/{args.arch}/HARDWARE.toml [defaults]")
     print(d.explain(), end="")
     picked = next((e for e in kernels if e.name == d.instance), None)
+    if picked is not None and picked.family in select.FAST_FAMILIES:
+        print("table: " + table.basis(select.FAST_TABLE, d.m, d.shard.n, d.shard.k))
     if picked is not None and splitk.is_split(picked):
         print(_split_plan(picked, d.m, d.shard.n, d.shard.k, args.sms))
     return 0
+
+
+def _explain_table(hardware, kernels, sms: int):
+    """The dispatch table as the runtime holds it on a device of `sms` SMs,
+    split rules from the built host shims (a split instance whose shim is
+    not built is left out of the ranking)."""
+    from runtime.dispatch import DispatchTable
+    from runtime.errors import LoadError
+    from runtime.loader import HostShim
+    from runtime.waves import Ranker
+
+    if not hardware.wave_model:
+        return DispatchTable(hardware.dispatch)
+
+    def k_split(entry):
+        if int(entry.constraints.get("k_slices", 1)) <= 1:
+            return None
+        try:
+            return HostShim(build_dir() / entry.shim, entry).k_split
+        except LoadError:
+            def unknown(*_):
+                raise LoadError(f"{entry.name}: host shim not built")
+            return unknown
+    return DispatchTable(hardware.dispatch, hardware.rates,
+                         Ranker({e.name: e for e in kernels}, sms, float(hardware.wave_model["call_cost_us"]),
+                                k_split))
 
 
 def _split_plan(entry, m: int, n: int, k: int, sms: int) -> str:
@@ -241,8 +271,9 @@ def cmd_tune(args) -> int:
     listed = [str(r) for r in rels] if len(records) > 1 and None not in rels else []
     from gen.bench import waves
 
-    fill_in = waves.for_arch(args.arch, entries, build_dir())  # (loads the split instances' host shims)
-    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows, fill_in), provenance, listed)
+    model = waves.for_arch(args.arch, entries, build_dir())  # (loads the split instances' host shims)
+    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows, model and model.fill), provenance,
+                           listed, tune.derive_rates(rows, model) if model else None)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
     except ValueError as e:

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from runtime import ops, select, splitk
 from runtime import validate as v
 from runtime.dispatch import DispatchTable, choose
+from runtime.waves import Ranker
 from runtime.env import knobs
 from runtime.errors import (CatalogError, CompileError, Fp8genError, LaunchError, LoadError, RenderError,
                             ValidationError)
@@ -51,11 +52,23 @@ class Runtime:
         self.entries = {fam: [k.entry for k in ks] for fam, ks in ctx.kernels.items()}
         self.ledger = RouteLedger()
         hardware = cached_hardware(self.arch)
-        self.dispatch = DispatchTable(hardware.dispatch)
+        self.dispatch = DispatchTable(hardware.dispatch, hardware.rates, self._ranker(hardware))
         self._unsplit: Dict[str, List[KernelEntry]] = {}  # per family: the instances that need no workspace
         self._decisions: Dict[tuple, Decision] = {}
         self._decided_with = self.dispatch
         self.levers = Levers.from_defaults(hardware.defaults)
+
+    def _ranker(self, hardware) -> Optional[Ranker]:
+        """Ranks the rated instances for shapes without rules ([rates]): on
+        this device's SM count, with each split instance's host-shim rule."""
+        if not hardware.wave_model:
+            return None
+
+        def k_split(entry: KernelEntry):
+            shim = self._loaded[entry.name].shim
+            return shim.k_split if shim is not None and shim.split else None
+        return Ranker({name: k.entry for name, k in self._loaded.items()}, self.ctx.sm_count,
+                      float(hardware.wave_model["call_cost_us"]), k_split)
 
     def pick(self, family: str, m: int, n: int, k: int) -> str:
         """The instance the measured dispatch table (else the tile rule) picks."""

@@ -124,8 +124,21 @@ class DispatchTable(Mapping):
 
     MEMO_LIMIT = 4096  # distinct (candidates, m, n, k) remembered; then it starts over
 
-    def __init__(self, rules: Dict[str, List[Dict[str, Any]]]):
+    def __init__(self, rules: Dict[str, List[Dict[str, Any]]], rates: Optional[Dict[str, List[Dict]]] = None,
+                 ranker=None):
+        """rates ([rates], gen tune) and ranker (a runtime.waves.Ranker bound
+        to this device's instances and SM count): for a shape without rules
+        of its own, those tables rank the rated instances by predicted time
+        instead of taking the class rule."""
         self._rules = {family: [dict(r) for r in rs] for family, rs in rules.items()}
+        self._rates: Dict[Tuple[str, str], List[Tuple[int, Dict[str, float]]]] = {}
+        for table, levels in (rates or {}).items():
+            for r in levels:
+                self._rates.setdefault((table, r["shape_class"]), []).append((int(r["m"]), dict(r["us"])))
+        for levels in self._rates.values():
+            levels.sort(key=lambda x: x[0])
+        self._ranker = ranker if self._rates else None
+        self._ranked: Dict[Tuple[str, int, int, int], Optional[str]] = {}
         self._exact: Dict[Tuple[str, Any, Any], List[Dict[str, Any]]] = {}
         self._classes: Dict[Tuple[str, Any], List[Dict[str, Any]]] = {}
         for family, rs in self._rules.items():
@@ -148,13 +161,49 @@ class DispatchTable(Mapping):
         return len(self._rules)
 
     def lookup(self, family: str, m: int, n: int, k: int) -> Optional[str]:
-        rules = self._exact.get((family, n, k)) or self._classes.get((family, shape_class(n, k)))
+        rules = self._exact.get((family, n, k))
+        if not rules and self._ranker is not None and (family, shape_class(n, k)) in self._rates:
+            ranked = self.ranked(family, m, n, k)
+            if ranked is not None:
+                return ranked
+        rules = rules or self._classes.get((family, shape_class(n, k)))
         if not rules:
             return None
         for r in rules:
             if m <= r["m_max"]:
                 return r["instance"]
         return rules[-1]["instance"]
+
+    def ranked(self, table: str, m: int, n: int, k: int) -> Optional[str]:
+        """The rated instance predicted fastest at (m, n, k): rates from the
+        nearest measured M at or above (the largest past the end); None if
+        none of them is loaded and runs (n, k)."""
+        key = (table, m, n, k)
+        if key not in self._ranked:
+            levels = self._rates[(table, shape_class(n, k))]
+            _, rates = next((x for x in levels if x[0] >= m), levels[-1])
+            est = self._ranker.estimate(rates, m, n, k, lambda e: fits_shape(e, n, k))
+            if len(self._ranked) >= self.MEMO_LIMIT:
+                self._ranked.clear()
+            self._ranked[key] = min(est, key=lambda i: (est[i], i)) if est else None
+        return self._ranked[key]
+
+    def basis(self, table: str, m: int, n: int, k: int) -> str:
+        """Where lookup's answer comes from, in words (gen explain)."""
+        exact = self._exact.get((table, n, k))
+        if exact:
+            bucket = next((r for r in exact if m <= r["m_max"]), exact[-1])
+            return f"{table}: the rule for n={n} k={k}, m <= {bucket['m_max']} (measured, or between measured M " \
+                   "predicted by gen tune's wave model)"
+        cls = shape_class(n, k)
+        if self._ranker is not None and (table, cls) in self._rates and self.ranked(table, m, n, k) is not None:
+            levels = self._rates[(table, cls)]
+            m_ref = next((x for x in levels if x[0] >= m), levels[-1])[0]
+            return (f"{table}: no rule for n={n} k={k}; the {cls} instances' rates measured at M={m_ref}, scaled "
+                    f"by each one's rounds at this call on {self._ranker.sm_count} SMs: the least predicted time")
+        if self._classes.get((table, cls)):
+            return f"{table}: no rule for n={n} k={k}; the {cls} class rule"
+        return f"{table}: no rule"
 
     def choose(self, candidates: Sequence[KernelEntry], m: int, n: int, k: int) -> KernelEntry:
         # First by the list object itself (the runtime passes the same lists

@@ -36,6 +36,9 @@ class Hardware:
     published: Dict[str, Any] = dataclasses.field(default_factory=dict)
     # gen tune's model between measured M ([wave_model]: sm_count, call_cost_us)
     wave_model: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    # table -> [{shape_class, m, us: {instance: us per round-block}}] (gen tune):
+    # how the runtime ranks instances for a shape with no rule of its own
+    rates: Dict[str, List[Dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -69,6 +72,7 @@ def load_hardware(arch: str) -> Hardware:
             specialize={k: list(v) for k, v in doc.get("specialize", {}).items()},
             published=dict(doc.get("published", {})),
             wave_model=dict(doc.get("wave_model", {})),
+            rates={k: list(v) for k, v in doc.get("rates", {}).items()},
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

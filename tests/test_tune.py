@@ -283,10 +283,12 @@ def test_committed_dispatch_is_what_gen_tune_derives_with_the_wave_model():
     from runtime.paths import build_dir
 
     rows, entries = _committed_rows()
+    model = waves.for_arch("sm_90a", entries, build_dir())
+    assert model is not None
     try:
-        fill_in = waves.for_arch("sm_90a", entries, build_dir())
-        derived = tune.derive_dispatch(rows, fill_in)
+        derived, rates = tune.derive_dispatch(rows, model.fill), tune.derive_rates(rows, model)
     except LoadError as e:
         pytest.skip(f"the host shims are not built here: {e}")
-    assert fill_in is not None
-    assert derived == load_hardware("sm_90a").dispatch
+    hardware = load_hardware("sm_90a")
+    assert derived == hardware.dispatch
+    assert rates == hardware.rates and set(rates) == set(tune.RATE_TABLES)

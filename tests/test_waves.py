@@ -1,6 +1,8 @@
 """Layer 1: gen tune's model between measured M (gen/bench/waves.py): round
 counts per tile shape, pairs, cluster K splits and split tails, and the
 buckets it fills in."""
+import dataclasses
+
 from gen.bench import tune, waves
 from runtime import dispatch
 from runtime.manifest import KernelEntry
@@ -84,3 +86,39 @@ def test_derive_dispatch_keeps_measured_winners_and_fills_buckets_between():
     d = {"w8a8_wgmma": [r for r in tune.derive_dispatch(rows, fill)["w8a8_wgmma"] if r.get("n")]}
     assert dispatch.lookup(d, "w8a8_wgmma", 150, n, k) == "narrow"
     assert dispatch.lookup(d, "w8a8_wgmma", 200, n, k) == "wide"
+
+
+def test_a_shape_without_rules_is_ranked_by_predicted_time():
+    """The class rule picks one instance for every shape of the class; the
+    rates rank by each instance's rounds at the call's own N."""
+    from runtime.dispatch import DispatchTable
+    from runtime.waves import Ranker
+
+    wide, narrow = entry("wide", 128, 128), entry("narrow", 64, 128)
+    fixed = entry("fixed", 64, 64)
+    fixed = dataclasses.replace(fixed, constraints={**fixed.constraints, "fixed_n": 4096, "fixed_k": 4096})
+    rules = {"w8a8_fast": [{"shape_class": "widening", "m_max": tune.LAST_BUCKET, "instance": "wide"},
+                           {"n": 8448, "k": 4096, "m_max": tune.LAST_BUCKET, "instance": "narrow"}]}
+    # per round-block: the wide tile twice the narrow one's (twice the MMA work per tile)
+    rates = {"w8a8_fast": [{"shape_class": "widening", "m": 256,
+                            "us": {"wide": 0.2, "narrow": 0.1, "fixed": 0.01}}]}
+    ranker = Ranker({e.name: e for e in (wide, narrow, fixed)}, SMS, 2.0, lambda e: None)
+    table = DispatchTable(rules, rates, ranker)
+    # N = 132 x 128 at M = 128: wide 1 round (2 + 0.2 x 32), narrow 2 rounds (2 + 0.1 x 2 x 32): a tie -> name
+    n, k = 128 * 132, 4096
+    assert ranker.estimate(rates["w8a8_fast"][0]["us"], 128, n, k, lambda e: True)["wide"] == 2 + 0.2 * 32
+    # M = 64: narrow 1 round (2 + 3.2) against wide 1 round (2 + 6.4)
+    assert table.lookup("w8a8_fast", 64, n, k) == "narrow"
+    # M = 192 on N = 66 x 128: wide 132 tiles, 1 round (8.4); narrow 198 tiles, 2 rounds (8.4): tie -> name order
+    assert table.lookup("w8a8_fast", 192, 128 * 66, k) == "narrow"
+    # M = 256 on N = 66 x 128: wide 1 round (8.4), narrow 264 tiles, 2 rounds (8.4)
+    # on N = 67 x 128: wide 134 tiles -> 2 rounds (14.8), narrow 268 -> 3 rounds (11.6)
+    assert table.lookup("w8a8_fast", 256, 128 * 67, k) == "narrow"
+    # the shape-specialized instance runs only its own shape, never a ranked pick elsewhere
+    assert "fixed" not in {table.lookup("w8a8_fast", m, n, k) for m in (16, 64, 256, 4096)}
+    # a shape with its own rules keeps them; a table without rates keeps its class rule
+    assert table.lookup("w8a8_fast", 64, 8448, 4096) == "narrow"
+    assert DispatchTable(rules).lookup("w8a8_fast", 64, n, k) == "wide"
+    assert "rates measured at M=256" in table.basis("w8a8_fast", 64, n, k)
+    assert "the rule for n=8448" in table.basis("w8a8_fast", 64, 8448, 4096)
+    assert "class rule" in DispatchTable(rules).basis("w8a8_fast", 64, n, k)

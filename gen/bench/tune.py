@@ -195,6 +195,25 @@ def derive_dispatch(rows: List[Dict], fill_in: Optional[FillIn] = None) -> Dict[
     return table
 
 
+# The tables whose class-level fallback is the wave model's ranking (the
+# selection rule's fast arm, with and without split-K room): [rates].
+RATE_TABLES = (FAST_TABLE, FAST_TABLE + UNSPLIT)
+
+
+def derive_rates(rows: List[Dict], model) -> Dict[str, List[Dict]]:
+    """[rates] for RATE_TABLES (gen.bench.waves.class_rates): what the runtime
+    ranks instances by for a shape with no rule of its own."""
+    out: Dict[str, List[Dict]] = {}
+    times = _times(rows, FAST_TABLE)
+    for table in RATE_TABLES:
+        t = times if table == FAST_TABLE else {
+            p: {i: us for i, us in ti.items() if not SPLIT_TAG.search(i)} for p, ti in times.items()}
+        rates = model.rates(t, shape_class)
+        if rates:
+            out[table] = rates
+    return out
+
+
 def _rules(times: Dict[Point, Dict[str, float]], fill_in: Optional[FillIn] = None) -> List[Dict]:
     """Per shape, the fastest instance per M bucket (measured, and between
     the measured M what fill_in predicts); per shape class, the instance
@@ -260,7 +279,7 @@ def _toml_value(v) -> str:
 
 
 def tuned_text(levers: Dict[str, Tuple[Optional[int], str]], dispatch: Dict[str, List[Dict]],
-               provenance: str, records: Sequence[str] = ()) -> str:
+               provenance: str, records: Sequence[str] = (), rates: Optional[Dict[str, List[Dict]]] = None) -> str:
     lines = [MARKER.rstrip("\n")]
     if records:  # (the committed-table test combines the same records)
         lines += ["# [tuned]: the bench records the table below was derived from (combined by gen tune).",
@@ -284,6 +303,18 @@ def tuned_text(levers: Dict[str, Tuple[Optional[int], str]], dispatch: Dict[str,
                                                                              "instance") if key in r)
             lines.append(f"  {{ {fields} }},")
         lines.append("]")
+    if rates:
+        lines += ["", "# [rates]: for a shape with no rule of its own, per shape class and measured M, the "
+                      "instances' time per tile",
+                  "# round per 128-K block (us; gen/bench/waves.py class_rates), which the runtime scales by "
+                  "each instance's rounds",
+                  f"# at the call (runtime/dispatch.py); {provenance}.", "[rates]"]
+        for table, entries in sorted(rates.items()):
+            lines.append(f"{table} = [")
+            for r in entries:
+                us = ", ".join(f'"{i}" = {v}' for i, v in r["us"].items())
+                lines.append(f'  {{ shape_class = "{r["shape_class"]}", m = {r["m"]}, us = {{ {us} }} }},')
+            lines.append("]")
     return "\n".join(lines) + "\n"
 
 

@@ -20,49 +20,14 @@ measured M"): the routed instance's time over the best instance's there.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Sequence
+import math
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from runtime.manifest import KernelEntry
 
+from runtime.waves import SPLIT_TAIL_BLOCKS, persistent, rounds  # noqa: F401 (re-exported for gen)
+
 STEP = 64  # predicted buckets: every multiple of the smallest tile height
-# A split tail's cost in K blocks: the host shim's own estimate
-# (w8a8_wgmma.cuh Shim::split_for, kSplitUnitCostBlocks), plus one block per
-# extra slice for the sum.
-SPLIT_TAIL_BLOCKS = 12
-
-
-def persistent(entry: KernelEntry) -> bool:
-    """Instances the model describes: Params-launched (a host shim sets a
-    persistent grid of at most one CTA per SM) with a tile shape."""
-    return bool(entry.shim) and "tile_m" in entry.constraints and "tile_n" in entry.constraints
-
-
-def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
-           k_split: Optional[Callable[[int, int, int, int], tuple]] = None) -> float:
-    """Rounds of whole tiles a call at (m, n, k) takes, in units of one
-    tile's full K: e.g. 2 full rounds and a last round cut into 4 K slices
-    of 56 K blocks count 2 + (14 + 12 + 3) / 56. k_split(m, n, k, sms) ->
-    (slices, whole) is the instance's host-shim rule (HostShim.k_split)."""
-    c = entry.constraints
-    tiles_m, tiles_n = -(-m // int(c["tile_m"])), -(-n // int(c["tile_n"]))
-    cluster_k = int(c.get("cluster_k", 1))
-    if cluster_k > 1:  # each tile on cluster_k CTAs, each 1/cluster_k of its K
-        per_round = max(sm_count // cluster_k, 1)
-        return -(-tiles_m * tiles_n // per_round) / cluster_k
-    pair_m, pair_n = entry.cluster[0], entry.cluster[1]
-    tiles_m += tiles_m % pair_m  # a pair's second CTA idles past the last tile row / column
-    tiles_n += tiles_n % pair_n
-    tiles = tiles_m * tiles_n
-    full, rest = divmod(tiles, sm_count)
-    if rest == 0:
-        return float(full)
-    kblocks = k // 128
-    slices = 1
-    if int(c.get("k_slices", 1)) > 1 and k_split is not None:
-        slices, _ = k_split(m, n, k, sm_count)
-    if slices <= 1:
-        return float(full + 1)
-    return full + min(1.0, (-(-kblocks // slices) + SPLIT_TAIL_BLOCKS + slices - 1) / kblocks)
 
 
 def predict(times_at_ref: Dict[str, float], m_ref: int, m: int, n: int, k: int,
@@ -113,18 +78,63 @@ def shim_splits(build_dir, entries: Sequence[KernelEntry]) -> Callable[[KernelEn
     return of
 
 
-def for_arch(arch: str, entries: Sequence[KernelEntry], build_dir) -> Optional[Callable]:
-    """gen tune's fill_in for `arch` ([wave_model] of its HARDWARE.toml), or
+RATE_TOP = 12  # instances kept per (shape class, measured M): the rest rarely win a shape
+
+
+def class_rates(times: Dict[Tuple[int, int, int], Dict[str, float]], shape_class: Callable[[int, int], str],
+                entries: Dict[str, KernelEntry], sm_count: int, call_cost_us: float,
+                k_split: Callable[[KernelEntry], Optional[Callable]], top: int = RATE_TOP) -> List[Dict]:
+    """For a shape no rule covers (runtime/dispatch.py), per shape class and
+    measured M: each persistent instance's time per tile round per 128-K
+    block, (t - c0) / (rounds x K blocks), geometric mean over the class's
+    measured shapes (only instances timed at all of them; shape-specialized
+    ones run one shape and are left out), keeping the `top` with the least
+    geometric-mean slowdown against each shape's fastest there.
+    -> [{shape_class, m, us: {instance: us per round-block}}] by class, m."""
+    by: Dict[Tuple[str, int], List[Tuple[int, int, Dict[str, float]]]] = {}
+    for (n, k, m), t in times.items():
+        t = {i: us for i, us in t.items() if i in entries and persistent(entries[i])
+             and not entries[i].constraints.get("fixed_n")}
+        if t:
+            by.setdefault((shape_class(n, k), m), []).append((n, k, t))
+    out = []
+    for (cls, m), shapes in sorted(by.items()):
+        common = set.intersection(*(set(t) for _, _, t in shapes))
+        if not common:
+            continue
+        slowdown = {i: sum(math.log(t[i] / min(t.values())) for _, _, t in shapes) for i in common}
+        kept = sorted(common, key=lambda i: (slowdown[i], i))[:top]
+        rates = {}
+        for i in kept:
+            e, split = entries[i], k_split(entries[i])
+            logs = [math.log(max(t[i] - call_cost_us, 1e-3) / (rounds(e, m, n, k, sm_count, split) * (k // 128)))
+                    for n, k, t in shapes]
+            rates[i] = float(f"{math.exp(sum(logs) / len(logs)):.4g}")
+        out.append({"shape_class": cls, "m": m, "us": rates})
+    return out
+
+
+class WaveModel:
+    """The model bound to one arch's [wave_model], its manifest entries and
+    the split instances' host shims."""
+
+    def __init__(self, entries: Sequence[KernelEntry], sm_count: int, call_cost_us: float, k_split):
+        self.entries = {e.name: e for e in entries}
+        self.sm_count, self.call_cost_us, self.k_split = sm_count, call_cost_us, k_split
+
+    def fill(self, measured: Dict[int, Dict[str, float]], n: int, k: int) -> Dict[int, str]:
+        return fill_in(measured, n, k, self.entries, self.sm_count, self.call_cost_us, self.k_split)
+
+    def rates(self, times, shape_class) -> List[Dict]:
+        return class_rates(times, shape_class, self.entries, self.sm_count, self.call_cost_us, self.k_split)
+
+
+def for_arch(arch: str, entries: Sequence[KernelEntry], build_dir) -> Optional[WaveModel]:
+    """gen tune's model for `arch` ([wave_model] of its HARDWARE.toml), or
     None where the arch has no [wave_model]."""
     from runtime.hardware import load_hardware
 
     model = load_hardware(arch).wave_model
     if not model:
         return None
-    by_name = {e.name: e for e in entries}
-    splits = shim_splits(build_dir, entries)
-    sm_count, call_cost_us = int(model["sm_count"]), float(model["call_cost_us"])
-
-    def fill(measured: Dict[int, Dict[str, float]], n: int, k: int) -> Dict[int, str]:
-        return fill_in(measured, n, k, by_name, sm_count, call_cost_us, splits)
-    return fill
+    return WaveModel(entries, int(model["sm_count"]), float(model["call_cost_us"]), shim_splits(build_dir, entries))
