@@ -4,7 +4,10 @@
 exact shapes {n, k, m_max, instance} and shape classes {shape_class, m_max,
 instance} ("widening" n > k, "narrowing" n <= k). A rule serves m <= m_max;
 past the largest m_max the largest bucket's rule serves. Exact shapes win
-over classes; with no rule the family's tile rule decides.
+over classes; with no rule the family's tile rule decides. A table with
+[rates] (the fast arm's) ranks the rated instances by predicted time for a
+shape without exact rules before it falls back on the class rule
+(`DispatchTable.ranked`, runtime/waves.py).
 
 The runtime asks on every call, so it holds its table as a `DispatchTable`:
 the rules indexed once by family and shape, and each pick remembered (a
