@@ -120,6 +120,11 @@ def cmd_explain(args) -> int:
     picked = next((e for e in kernels if e.name == d.instance), None)
     if picked is not None and picked.family in select.FAST_FAMILIES:
         print("table: " + table.basis(select.FAST_TABLE, d.m, d.shard.n, d.shard.k))
+        if not any(r.get("n") == d.shard.n and r.get("k") == d.shard.k
+                   for r in hardware.dispatch.get(select.FAST_TABLE, [])):
+            est = table.estimates(select.FAST_TABLE, d.m, d.shard.n, d.shard.k)
+            for name in sorted(est, key=lambda i: (est[i], i))[:5]:
+                print(f"  predicted {est[name]:.1f} us: {name}")
     if picked is not None and splitk.is_split(picked):
         print(_split_plan(picked, d.m, d.shard.n, d.shard.k, args.sms))
     return 0
@@ -459,8 +464,12 @@ def parser() -> argparse.ArgumentParser:
                         description="Runs the bench with every instance of each tuned family (and the peers), "
                                     "writes the record (default hardware/<arch>/bench-h200.json), then writes "
                                     "into HARDWARE.toml, below its tune marker: the fastest instance per shape "
-                                    "and M bucket ([dispatch]) and the W8A8-vs-W8A16 crossovers, quantization "
-                                    "counted, for widening and narrowing shapes ([defaults]), with provenance.")
+                                    "and M bucket ([dispatch]; between the measured M, the instance the wave "
+                                    "model of [wave_model] predicts fastest at each multiple of 64), the fast "
+                                    "arm's per-class rates for shapes without rules ([rates]), and the "
+                                    "W8A8-vs-W8A16 crossovers, quantization counted, for widening and narrowing "
+                                    "shapes ([defaults]), with provenance. Needs the build (the split "
+                                    "instances' host shims).")
     _measure_args(tu)
     tu.add_argument("--record", action="append",
                     help="bench record to write (or read with --from-record; repeat it to combine several "

@@ -183,13 +183,20 @@ class DispatchTable(Mapping):
         none of them is loaded and runs (n, k)."""
         key = (table, m, n, k)
         if key not in self._ranked:
-            levels = self._rates[(table, shape_class(n, k))]
-            _, rates = next((x for x in levels if x[0] >= m), levels[-1])
-            est = self._ranker.estimate(rates, m, n, k, lambda e: fits_shape(e, n, k))
+            est = self.estimates(table, m, n, k)
             if len(self._ranked) >= self.MEMO_LIMIT:
                 self._ranked.clear()
             self._ranked[key] = min(est, key=lambda i: (est[i], i)) if est else None
         return self._ranked[key]
+
+    def estimates(self, table: str, m: int, n: int, k: int) -> Dict[str, float]:
+        """{instance: predicted us} behind `ranked` ({} where the table has no
+        rates for the shape's class or there is no ranker)."""
+        levels = self._rates.get((table, shape_class(n, k)))
+        if self._ranker is None or not levels:
+            return {}
+        _, rates = next((x for x in levels if x[0] >= m), levels[-1])
+        return self._ranker.estimate(rates, m, n, k, lambda e: fits_shape(e, n, k))
 
     def basis(self, table: str, m: int, n: int, k: int) -> str:
         """Where lookup's answer comes from, in words (gen explain)."""

@@ -289,3 +289,14 @@ def test_a_shape_specialized_instance_serves_only_its_own_shape(sm90a_entries):
     assert decide(sm90a_entries, m=64, n=7168, k=2048, dispatch=table).instance == e.name
     d = decide(sm90a_entries, m=64, n=7168, k=1024, dispatch=table)
     assert d.arm == select.ARM_W8A8_FAST and d.instance != e.name
+
+
+def test_explain_names_the_ranking_for_a_shape_without_rules():
+    """A shape the table has no rule for: explain says the fast arm's pick
+    came from the class rates scaled by rounds, and lists the predictions."""
+    out = _explain(["--m", "700", "--n", "12288", "--k", "4096"])
+    assert "table: w8a8_fast: no rule for n=12288 k=4096; the widening instances' rates measured at M=" in out
+    predicted = [line for line in out.splitlines() if line.startswith("  predicted ")]
+    assert 1 <= len(predicted) <= 5
+    picked = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("instance: "))
+    assert predicted[0].endswith(picked)
