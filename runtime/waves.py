@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from runtime.errors import LaunchError, LoadError
 from runtime.manifest import KernelEntry
 
 # A split tail's cost in K blocks: the host shim's own estimate
@@ -71,7 +72,7 @@ class Ranker:
                 continue
             try:
                 r = rounds(e, m, n, k, self.sm_count, self.k_split(e))
-            except Exception:  # (a split rule that cannot plan this call: not a candidate)
+            except (LaunchError, LoadError):  # (a split rule that cannot plan this call, or is not built)
                 continue
             out[name] = self.call_cost_us + rate * r * (k // 128)
         return out
