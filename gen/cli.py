@@ -120,8 +120,7 @@ def cmd_explain(args) -> int:
     picked = next((e for e in kernels if e.name == d.instance), None)
     if picked is not None and picked.family in select.FAST_FAMILIES:
         print("table: " + table.basis(select.FAST_TABLE, d.m, d.shard.n, d.shard.k))
-        if not any(r.get("n") == d.shard.n and r.get("k") == d.shard.k
-                   for r in hardware.dispatch.get(select.FAST_TABLE, [])):
+        if not table.has_rules(select.FAST_TABLE, d.shard.n, d.shard.k):
             est = table.estimates(select.FAST_TABLE, d.m, d.shard.n, d.shard.k)
             for name in sorted(est, key=lambda i: (est[i], i))[:5]:
                 print(f"  predicted {est[name]:.1f} us: {name}")

@@ -192,11 +192,19 @@ class DispatchTable(Mapping):
     def estimates(self, table: str, m: int, n: int, k: int) -> Dict[str, float]:
         """{instance: predicted us} behind `ranked` ({} where the table has no
         rates for the shape's class or there is no ranker)."""
-        levels = self._rates.get((table, shape_class(n, k)))
-        if self._ranker is None or not levels:
+        level = self._rate_level(table, m, n, k)
+        if self._ranker is None or level is None:
             return {}
-        _, rates = next((x for x in levels if x[0] >= m), levels[-1])
-        return self._ranker.estimate(rates, m, n, k, lambda e: fits_shape(e, n, k))
+        return self._ranker.estimate(level[1], m, n, k, lambda e: fits_shape(e, n, k))
+
+    def _rate_level(self, table: str, m: int, n: int, k: int) -> Optional[Tuple[int, Dict[str, float]]]:
+        """(measured M, rates) of the shape's class: the nearest at or above m, the largest past the end."""
+        levels = self._rates.get((table, shape_class(n, k)))
+        return next((x for x in levels if x[0] >= m), levels[-1]) if levels else None
+
+    def has_rules(self, table: str, n: int, k: int) -> bool:
+        """Whether the table has rules of its own for the shape (n, k)."""
+        return bool(self._exact.get((table, n, k)))
 
     def basis(self, table: str, m: int, n: int, k: int) -> str:
         """Where lookup's answer comes from, in words (gen explain)."""
@@ -207,8 +215,7 @@ class DispatchTable(Mapping):
                    "predicted by gen tune's wave model)"
         cls = shape_class(n, k)
         if self._ranker is not None and (table, cls) in self._rates and self.ranked(table, m, n, k) is not None:
-            levels = self._rates[(table, cls)]
-            m_ref = next((x for x in levels if x[0] >= m), levels[-1])[0]
+            m_ref = self._rate_level(table, m, n, k)[0]
             return (f"{table}: no rule for n={n} k={k}; the {cls} instances' rates measured at M={m_ref}, scaled "
                     f"by each one's rounds at this call on {self._ranker.sm_count} SMs: the least predicted time")
         if self._classes.get((table, cls)):

@@ -190,8 +190,7 @@ def derive_dispatch(rows: List[Dict], fill_in: Optional[FillIn] = None) -> Dict[
             continue
         table[family] = _rules(times, fill_in)
         if any(SPLIT_TAG.search(i) for t in times.values() for i in t):
-            whole = {p: {i: us for i, us in t.items() if not SPLIT_TAG.search(i)} for p, t in times.items()}
-            table[family + UNSPLIT] = _rules({p: t for p, t in whole.items() if t}, fill_in)
+            table[family + UNSPLIT] = _rules(_unsplit(times), fill_in)
     return table
 
 
@@ -200,15 +199,19 @@ def derive_dispatch(rows: List[Dict], fill_in: Optional[FillIn] = None) -> Dict[
 RATE_TABLES = (FAST_TABLE, FAST_TABLE + UNSPLIT)
 
 
+def _unsplit(times: Dict[Point, Dict[str, float]]) -> Dict[Point, Dict[str, float]]:
+    """The times of the instances that need no split-K workspace (points left with none dropped)."""
+    whole = {p: {i: us for i, us in t.items() if not SPLIT_TAG.search(i)} for p, t in times.items()}
+    return {p: t for p, t in whole.items() if t}
+
+
 def derive_rates(rows: List[Dict], model) -> Dict[str, List[Dict]]:
     """[rates] for RATE_TABLES (gen.bench.waves.class_rates): what the runtime
     ranks instances by for a shape with no rule of its own."""
     out: Dict[str, List[Dict]] = {}
     times = _times(rows, FAST_TABLE)
     for table in RATE_TABLES:
-        t = times if table == FAST_TABLE else {
-            p: {i: us for i, us in ti.items() if not SPLIT_TAG.search(i)} for p, ti in times.items()}
-        rates = model.rates(t, shape_class)
+        rates = model.rates(times if table == FAST_TABLE else _unsplit(times), shape_class)
         if rates:
             out[table] = rates
     return out
