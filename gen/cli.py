@@ -202,7 +202,8 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
     return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(families),
                  out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
                  git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
-                 timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"))
+                 timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
+                 a_rows=getattr(args, "a_rows", "padded"))
 
 
 def cmd_bench(args) -> int:
@@ -430,6 +431,11 @@ def parser() -> argparse.ArgumentParser:
                          "events timing and off for kernel timing, where a flush kernel precedes every call and "
                          "PDL would only start the kernel early, inside the flush, and count that wait in its "
                          "duration; FP8GEN_NO_PDL forces off")
+    be.add_argument("--a-rows", choices=("padded", "exact"), default="padded",
+                    help="the fast arms' activations: padded (default) to a multiple of 128 rows, scales too, as "
+                         "the runtime's workspace hands them to rt.linear and the FFN (a partial last tile row "
+                         "then copies rows that exist); exact: M rows, so the copy engine fills a partial last "
+                         "tile row with zeros")
     be.set_defaults(func=cmd_bench)
 
     so = sub.add_parser("soak", help="launch every instance of a GEMM family many times, one process each (GPU)",

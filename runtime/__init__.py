@@ -74,12 +74,14 @@ class Runtime:
         """The instance the measured dispatch table (else the tile rule) picks."""
         return choose(self.entries[family], self.dispatch, m, n, k).name
 
-    def _gemm_instance(self, family: str, a, w, workspace: Optional[Workspace] = None) -> Optional[str]:
-        """Dispatch for direct GEMM calls; shape errors are left to validation.
-        A split-K pick needs room in `workspace`; without it, the pick among
-        the instances that need none."""
+    def _gemm_instance(self, family: str, a, w, workspace: Optional[Workspace] = None,
+                       m: Optional[int] = None) -> Optional[str]:
+        """Dispatch for direct GEMM calls (m: the rows computed, default
+        a's); shape errors are left to validation. A split-K pick needs room
+        in `workspace`; without it, the pick among the instances that need
+        none."""
         try:
-            m, n, k = a.shape[0], w.shape[0], w.shape[1]
+            m, n, k = a.shape[0] if m is None else int(m), w.shape[0], w.shape[1]
             found = self.entries[family]
             picked = choose(found, self.dispatch, m, n, k)
             if splitk.is_split(picked) and not (workspace is not None and workspace.fits_split(m, n, picked)):
@@ -182,24 +184,30 @@ class Runtime:
         self.run_plan(ops.w8a8_mma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
                                instance=instance or self._gemm_instance("w8a8_mma", a, w)), stream)
 
-    def w8a8_cutlass(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
-        """CUTLASS sm90 blockwise GEMM; a_scale is MN-major [K/128, M_pad]."""
+    def w8a8_cutlass(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
+                     m: Optional[int] = None):
+        """CUTLASS sm90 blockwise GEMM; a_scale is MN-major [K/128, M_pad];
+        m as for w8a8_wgmma."""
         a, w = v.matrix("w8a8_cutlass", "a", a), v.matrix("w8a8_cutlass", "weight", w)
         self.run_plan(ops.w8a8_cutlass(self.entries, a, a_scale, w, w_scale, out, device=self.device,
-                                   instance=instance or self._gemm_instance("w8a8_cutlass", a, w)), stream)
+                                       instance=instance or self._gemm_instance("w8a8_cutlass", a, w, m=m), m=m),
+                      stream)
 
     def w8a8_wgmma(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
-                   workspace: Optional[Workspace] = None, early_weights: bool = False):
+                   workspace: Optional[Workspace] = None, early_weights: bool = False, m: Optional[int] = None):
         """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent); a_scale is
         MN-major [K/128, M_pad] like w8a8_cutlass's. Given a workspace made
         with max_n, the split-K instances (small M) may run. early_weights:
         the kernel just before this call on `stream` writes neither w nor
         w_scale, so the GEMM may start reading them before it waits for that
-        kernel (see ops.w8a8_wgmma); rt.linear sets it itself."""
+        kernel (see ops.w8a8_wgmma); rt.linear sets it itself. m: compute
+        only a's first m rows, the rest being padding the kernel may read (a
+        and a_scale padded to 128 rows run a partial last tile row faster;
+        see ops.w8a8_wgmma)."""
         a, w = v.matrix("w8a8_wgmma", "a", a), v.matrix("w8a8_wgmma", "weight", w)
         self.run_plan(ops.w8a8_wgmma(self.entries, a, a_scale, w, w_scale, out, device=self.device,
-                                     instance=instance or self._gemm_instance("w8a8_wgmma", a, w, workspace),
-                                     workspace=workspace, early_weights=early_weights), stream)
+                                     instance=instance or self._gemm_instance("w8a8_wgmma", a, w, workspace, m),
+                                     workspace=workspace, early_weights=early_weights, m=m), stream)
 
     def quant_tensor(self, x, q, state, *, w_scale=None, eps: float = ops.DEFAULT_EPS, stream=None):
         """Per-tensor quantization in three device steps (no host sync); see ops.quant_tensor."""
@@ -216,22 +224,22 @@ class Runtime:
             self.run_plan(plan, stream)
 
     def w8a8_row(self, a, a_scale, w, w_scale, out, *, stream=None, instance: Optional[str] = None,
-                 early_weights: bool = False):
+                 early_weights: bool = False, m: Optional[int] = None):
         """Per-row W8A8: per-token a_scale[M] x per-channel w_scale[N]
-        (early_weights: as for w8a8_wgmma)."""
+        (early_weights and m: as for w8a8_wgmma)."""
         a, w = v.matrix("w8a8_row", "a", a), v.matrix("w8a8_row", "weight", w)
         self.run_plan(ops.w8a8_row(self.entries, a, a_scale, w, w_scale, out, device=self.device,
-                                   instance=instance or self._gemm_instance("w8a8_row", a, w),
-                                   early_weights=early_weights), stream)
+                                   instance=instance or self._gemm_instance("w8a8_row", a, w, m=m),
+                                   early_weights=early_weights, m=m), stream)
 
     def w8a8_tensor(self, a, scale, w, out, *, stream=None, instance: Optional[str] = None,
-                    early_weights: bool = False):
+                    early_weights: bool = False, m: Optional[int] = None):
         """Per-tensor W8A8: out = (a . w) * scale, scale a device f32 scalar
-        (early_weights: as for w8a8_wgmma)."""
+        (early_weights and m: as for w8a8_wgmma)."""
         a, w = v.matrix("w8a8_tensor", "a", a), v.matrix("w8a8_tensor", "weight", w)
         self.run_plan(ops.w8a8_tensor(self.entries, a, scale, w, out, device=self.device,
-                                      instance=instance or self._gemm_instance("w8a8_tensor", a, w),
-                                      early_weights=early_weights), stream)
+                                      instance=instance or self._gemm_instance("w8a8_tensor", a, w, m=m),
+                                      early_weights=early_weights, m=m), stream)
 
     def w8a16_gemm(self, x, w, w_scale, out, *, stream=None, instance: Optional[str] = None):
         x, w = v.matrix("w8a16_gemm", "x", x), v.matrix("w8a16_gemm", "weight", w)

@@ -42,18 +42,22 @@ class HostShim:
     def __init__(self, path, entry: manifest.KernelEntry):
         import ctypes
 
-        # split-K instances take their workspace through a second entry point
+        # split-K instances take their workspace through a second entry point;
+        # the wgmma shims (w8a8_wgmma.cuh) also take A's readable rows
+        # (prepare_rows: a partial last tile row then copies rows that exist
+        # instead of zero-filling), the CUTLASS ones do not
         self.split = int(entry.constraints.get("k_slices", 1)) > 1
-        symbol = f"{entry.symbol}_prepare_split" if self.split else f"{entry.symbol}_prepare"
         try:
             lib = ctypes.CDLL(str(path))
+            self.takes_rows = hasattr(lib, f"{entry.symbol}_prepare_rows")
+            symbol = f"{entry.symbol}_prepare{'_rows' if self.takes_rows else ''}{'_split' if self.split else ''}"
             self._prepare = getattr(lib, symbol)
         except (OSError, AttributeError) as e:
             raise LoadError(f"host shim {path} of {entry.name} does not load: {e}") from None
         self._prepare.restype = ctypes.c_int
         self._prepare.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                                  ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+                                  ctypes.c_int] + [ctypes.c_int] * self.takes_rows + [ctypes.c_int, ctypes.c_void_p]
         if self.split:  # counters, counter slots, partials, partial bytes
             self._prepare.argtypes += [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
         # which tiles a split call cuts, into how many K slices (the shim's rule)
@@ -105,9 +109,10 @@ class HostShim:
         if self.split:
             extra = (args.get("counters", 0), args.get("counter_slots", 0), args.get("partials", 0),
                      args.get("partial_bytes", 0))
+        rows = (args.get("a_rows", args["M"]),) if self.takes_rows else ()
         rc = self._prepare(ctypes.addressof(self.params), self.size, args["a"], args["a_scale"], args["ld_scale"],
-                           args["w"], args["w_scale"], args["out"], args["M"], args["N"], args["K"], sm_count,
-                           ctypes.addressof(self.grid), *extra)
+                           args["w"], args["w_scale"], args["out"], args["M"], args["N"], args["K"], *rows,
+                           sm_count, ctypes.addressof(self.grid), *extra)
         if rc:
             why = {1: "the kernel cannot implement this problem (alignment or shape)",
                    2: "the Params buffer is too small", 3: "the instance asks for a device workspace",

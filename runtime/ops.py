@@ -202,22 +202,32 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
                   max_m=k.constraints["max_m"], instance=instance)
 
 
+def _computed_rows(op: str, rows: int, m: Optional[int]) -> int:
+    """The rows a GEMM computes: `m` of a's `rows` (default all); the rest
+    are padding the Params-launched kernels may read (see w8a8_wgmma)."""
+    v.require(op, m is None or (isinstance(m, int) and 1 <= m <= rows),
+              f"m must be an int in 1..{rows} (a's rows), got {m!r}")
+    return rows if m is None else m
+
+
 def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance, workspace=None,
-                   early_weights: bool = False) -> Launch:
+                   early_weights: bool = False, m: Optional[int] = None) -> Launch:
     """The Params-launched W8A8 GEMMs (a host shim builds Params and the
     grid): MN-major activation scales [K/128, M_pad] (token index
     contiguous, M_pad >= M a multiple of 4), as quant_group writes them.
     A split-K instance takes its counters and partial tiles from
     `workspace` (a runtime.Workspace made with max_n). `early_weights`: see
-    w8a8_wgmma."""
+    w8a8_wgmma. `m`: the rows to compute when `a` has more (see
+    w8a8_wgmma); default all of a's rows."""
     a, a_scale, w = v.matrix(op, "a", a), v.matrix(op, "a_scale", a_scale), v.matrix(op, "weight", w)
     w_scale, out = v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
-    M, N, K = v.gemm_dims(op, a, w, n_multiple=8)
+    rows, N, K = v.gemm_dims(op, a, w, n_multiple=8)
+    M = _computed_rows(op, rows, m)
     G, m_pad = a_scale.shape
     v.require(op, G == K // v.BLOCK, f"a_scale must be MN-major [K/128={K // v.BLOCK}, M_pad], got {a_scale.shape}")
     v.require(op, m_pad >= M and m_pad % 4 == 0,
               f"a_scale's M_pad must be >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
-    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(rows, K), device=device)
     Ss = v.array(op, "a_scale", a_scale, dtypes=v.F32, shape=(G, m_pad), device=device)
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
@@ -230,21 +240,25 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
         v.require(op, workspace is not None,
                   f"{k.name} splits K across CTAs and needs a workspace (rt.workspace(..., max_n=N))")
         split = workspace.split_args(k, M, N, K)
-    return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr, w_scale=WSs.ptr,
-                                     out=Os.ptr, M=M, N=N, K=K, early_weights=bool(early_weights), **split))
+    return Launch(k, (1, 1, 1), dict(a=As.ptr, a_rows=rows, a_scale=Ss.ptr, ld_scale=m_pad, w=Ws.ptr,
+                                     w_scale=WSs.ptr, out=Os.ptr, M=M, N=N, K=K,
+                                     early_weights=bool(early_weights), **split))
 
 
 def w8a8_cutlass(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-                 instance: Optional[str] = None, workspace=None, early_weights: bool = False) -> Launch:
+                 instance: Optional[str] = None, workspace=None, early_weights: bool = False,
+                 m: Optional[int] = None) -> Launch:
     """The CUTLASS sm90 blockwise GEMM: like w8a8_mma, but the activation
     scales are MN-major [K/128, M_pad], as quant_group writes them.
-    (`early_weights` is accepted for a common signature; CUTLASS ignores it.)"""
+    (`early_weights` and `m` as for w8a8_wgmma; CUTLASS ignores
+    early_weights and reads no row of `a` past m.)"""
     return _mn_major_gemm("w8a8_cutlass", entries, a, a_scale, w, w_scale, out, device, instance, workspace,
-                          early_weights)
+                          early_weights, m)
 
 
 def w8a8_wgmma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-               instance: Optional[str] = None, workspace=None, early_weights: bool = False) -> Launch:
+               instance: Optional[str] = None, workspace=None, early_weights: bool = False,
+               m: Optional[int] = None) -> Launch:
     """The raw-PTX sm_90a GEMM (TMA, wgmma, persistent): the same operands
     as w8a8_cutlass; split-K instances need `workspace`.
 
@@ -252,9 +266,16 @@ def w8a8_wgmma(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = 
     on the stream writes neither `w` nor `w_scale`. The GEMM may then start
     copying its first weight boxes before it waits for that kernel
     (programmatic dependent launch), which hides most of the first loads'
-    DRAM latency at small M. Without the promise it waits first."""
+    DRAM latency at small M. Without the promise it waits first.
+
+    m: compute the first m rows of `a` (out is [m, N]; a_scale's M_pad >= m).
+    The kernel may read a's rows past m (their results are never stored), so
+    an `a` padded to a multiple of 128 rows, with a_scale's M_pad likewise,
+    keeps a partial last tile row's copies inside the buffers: the copy engine
+    fills rows past the operand's end with zeros, slowly (the runtime's
+    workspace pads both for rt.linear and the FFN)."""
     return _mn_major_gemm("w8a8_wgmma", entries, a, a_scale, w, w_scale, out, device, instance, workspace,
-                          early_weights)
+                          early_weights, m)
 
 
 # The fast (MN-major, Params-launched) families' plans, by family.
@@ -371,15 +392,16 @@ def nvfp4_to_fp8(entries, packed, block_scale, global_scale, q, state, *,
 
 
 def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instance,
-                       early_weights: bool = False) -> Launch:
+                       early_weights: bool = False, m: Optional[int] = None) -> Launch:
     """The single-scale GEMMs: per row (a_scale [M], w_scale [N]) or per
     tensor (a_scale a device scalar). The wgmma families launch through their
     host shim (Params), the mma.sync ones with explicit pointers, a block per
-    tile. `early_weights` (the wgmma families): see w8a8_wgmma."""
+    tile. `early_weights` and `m` (the wgmma families): see w8a8_wgmma."""
     found = _only(entries, op)
     a, w, out = v.matrix(op, "a", a), v.matrix(op, "weight", w), v.matrix(op, "out", out)
-    M, N, K = v.gemm_dims(op, a, w, n_multiple=found[0].constraints.get("n_multiple", 16))
-    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(M, K), device=device)
+    rows, N, K = v.gemm_dims(op, a, w, n_multiple=found[0].constraints.get("n_multiple", 16))
+    M = _computed_rows(op, rows, m)
+    As = v.array(op, "a", a, dtypes=v.E4M3, shape=(rows, K), device=device)
     Ws = v.array(op, "weight", w, dtypes=v.E4M3, shape=(N, K), device=device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(M, N), device=device, output=True)
     per_row = op in ("w8a8_row", "w8a8_mma_row")
@@ -392,25 +414,28 @@ def _single_scale_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, in
         a_ptr, w_ptr = _scalar(op, "scale", a_scale, device).ptr, 0
     k = _instance(found, M, instance)
     if k.shim:
-        return Launch(k, (1, 1, 1), dict(a=As.ptr, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr, out=Os.ptr,
-                                         M=M, N=N, K=K, early_weights=bool(early_weights)))
+        return Launch(k, (1, 1, 1), dict(a=As.ptr, a_rows=rows, a_scale=a_ptr, ld_scale=M, w=Ws.ptr, w_scale=w_ptr,
+                                         out=Os.ptr, M=M, N=N, K=K, early_weights=bool(early_weights)))
     args = dict(a=As.ptr, w=Ws.ptr, out=Os.ptr, M=M, N=N, K=K)
     args.update(dict(a_scale=a_ptr, w_scale=w_ptr) if per_row else dict(scale=a_ptr))
     return Launch(k, _tile_grid(k, M, N), args)
 
 
 def w8a8_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,
-             instance: Optional[str] = None, early_weights: bool = False) -> Launch:
+             instance: Optional[str] = None, early_weights: bool = False, m: Optional[int] = None) -> Launch:
     """out[M,N] bf16 = (a[M,K] e4m3 . w[N,K] e4m3) * a_scale[M] (per token) *
-    w_scale[N] (per channel), FP32 accumulation, scaled once."""
-    return _single_scale_gemm("w8a8_row", entries, a, a_scale, w, w_scale, out, device, instance, early_weights)
+    w_scale[N] (per channel), FP32 accumulation, scaled once. `m`: of a's
+    rows, the first m are computed (a_scale [m]; see w8a8_wgmma)."""
+    return _single_scale_gemm("w8a8_row", entries, a, a_scale, w, w_scale, out, device, instance, early_weights,
+                              m)
 
 
 def w8a8_tensor(entries, a, scale, w, out, *, device: Optional[int] = None,
-                instance: Optional[str] = None, early_weights: bool = False) -> Launch:
+                instance: Optional[str] = None, early_weights: bool = False, m: Optional[int] = None) -> Launch:
     """out[M,N] bf16 = (a . w) * scale, `scale` a device f32 scalar (e.g.
-    quant_tensor's state[2]: activation x weight scale), read on the device."""
-    return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance, early_weights)
+    quant_tensor's state[2]: activation x weight scale), read on the device.
+    `m` as for w8a8_row."""
+    return _single_scale_gemm("w8a8_tensor", entries, a, scale, w, None, out, device, instance, early_weights, m)
 
 
 def w8a8_mma_row(entries, a, a_scale, w, w_scale, out, *, device: Optional[int] = None,

@@ -48,25 +48,27 @@ def projection_plans(entries, d: Decision, *, x, q, scale, weight: Fp8Weight, ou
     """The GEMM launch of decision `d` (a split-K fast instance takes its
     counters and partial tiles from `workspace`). A W8A8 `d` must come after
     its quantization in the same composite (see EARLY_WEIGHTS)."""
+    # the Params-launched GEMMs take the workspace's padding rows past M (see ops.w8a8_wgmma)
+    a = workspace.gemm_operand(q) if workspace is not None and q is not None else q
     if d.arm == ARM_W8A8_TENSOR:
         weight.expect("tensor", d.arm)
         if d.family == "w8a8_tensor":
-            return [ops.w8a8_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance,
-                                    early_weights=EARLY_WEIGHTS)]
+            return [ops.w8a8_tensor(entries, a, scale, weight.weight, out, device=device, instance=d.instance,
+                                    early_weights=EARLY_WEIGHTS, m=q.shape[0])]
         return [ops.w8a8_mma_tensor(entries, q, scale, weight.weight, out, device=device, instance=d.instance)]
     if d.arm == ARM_W8A8_ROW:
         weight.expect("row", d.arm)
         w_scale = weight.scale if weight.scale.shape == (weight.n,) else \
             type(weight.scale).raw(weight.scale.ptr, (weight.n,), "f32", device=weight.scale.device)
         if d.family == "w8a8_row":
-            return [ops.w8a8_row(entries, q, scale, weight.weight, w_scale, out, device=device, instance=d.instance,
-                                 early_weights=EARLY_WEIGHTS)]
+            return [ops.w8a8_row(entries, a, scale, weight.weight, w_scale, out, device=device, instance=d.instance,
+                                 early_weights=EARLY_WEIGHTS, m=q.shape[0])]
         return [ops.w8a8_mma_row(entries, q, scale, weight.weight, w_scale, out, device=device,
                                  instance=d.instance)]
     if d.arm == ARM_W8A8_FAST:
         plan = ops.FAST_PLANS[d.family]
-        return [plan(entries, q, scale, weight.weight, weight.scale, out, device=device, instance=d.instance,
-                     workspace=workspace, early_weights=EARLY_WEIGHTS)]
+        return [plan(entries, a, scale, weight.weight, weight.scale, out, device=device, instance=d.instance,
+                     workspace=workspace, early_weights=EARLY_WEIGHTS, m=q.shape[0])]
     if d.w8a8:
         return [ops.w8a8_mma(entries, q, scale, weight.weight, weight.scale, out, device=device,
                              instance=d.instance)]

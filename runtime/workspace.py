@@ -16,8 +16,14 @@ def _up(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
 
-def _pad4(m: int) -> int:
-    return -(-m // 4) * 4
+# The fast GEMMs' operands have room for M rounded up to the tallest tile:
+# a partial last tile row then copies rows that exist instead of having the
+# copy engine fill them with zeros, which is slow (ops.w8a8_wgmma).
+ROW_PAD = 128
+
+
+def padded_rows(m: int) -> int:
+    return -(-m // ROW_PAD) * ROW_PAD
 
 
 def _free(ctx, ptr: int) -> None:
@@ -52,9 +58,10 @@ class Workspace:
         self.counter_slots = max((c for c, _ in split), default=0)
         self.partial_bytes = max((b for _, b in split), default=0)
         self.quant_k = max(max_k, ffn_intermediate)
-        q_bytes = _up(max_m * self.quant_k)
-        # room for MN-major scales too: [K/128, M_pad], M padded to 4 tokens
-        s_bytes = _up(_pad4(max_m) * (self.quant_k // _BLOCK) * 4)
+        rows = padded_rows(max_m)
+        q_bytes = _up(rows * self.quant_k)
+        # room for MN-major scales too: [K/128, M_pad], M padded to ROW_PAD tokens
+        s_bytes = _up(rows * (self.quant_k // _BLOCK) * 4)
         ffn_bytes = _up(max_m * ffn_intermediate * 2)
         state = q_bytes + s_bytes + 2 * ffn_bytes
         counters = state + _ALIGN
@@ -65,8 +72,10 @@ class Workspace:
         with rt.ctx.current():
             self._ptr = int(check(driver.cuMemAlloc(self.nbytes), "cuMemAlloc"))
             # the per-tensor state and the split-K counters start at zero (the
-            # amax slot and the counts must); set once, here
-            check(driver.cuMemsetD8(self._ptr + state, 0, partials - state), "cuMemsetD8")
+            # amax slot and the counts must), and the quantization's padding
+            # rows, which the fast GEMMs read but never store from, start as
+            # defined values; set once, here
+            check(driver.cuMemsetD8(self._ptr, 0, partials), "cuMemsetD8")
         # Freed by close(), or when the workspace is garbage-collected.
         self._finalizer = weakref.finalize(self, _free, rt.ctx, self._ptr)
 
@@ -108,12 +117,21 @@ class Workspace:
     def quantized(self, M: int, K: int) -> DeviceArray:
         return self._view("q", M, K, self.quant_k, (M, K), "e4m3")
 
+    def gemm_operand(self, q: DeviceArray) -> DeviceArray:
+        """`q`, if it is this workspace's quantization [M, K], with the
+        padding rows its region holds past M ([padded_rows(M), K]; the fast
+        GEMMs take it with m=M); any other array unchanged."""
+        if len(q.shape) != 2 or q.ptr != self._ptr + self._offsets["q"]:
+            return q
+        M, K = q.shape
+        return self._view("q", M, K, self.quant_k, (padded_rows(M), K), "e4m3")
+
     def scales(self, M: int, K: int) -> DeviceArray:
         return self._view("scale", M, K, self.quant_k, (M, K // _BLOCK), "f32")
 
     def scales_mn_major(self, M: int, K: int) -> DeviceArray:
-        """The same region as MN-major [K/128, M_pad] (M_pad = M rounded up to 4)."""
-        return self._view("scale", M, K, self.quant_k, (K // _BLOCK, _pad4(M)), "f32")
+        """The same region as MN-major [K/128, M_pad] (M_pad = padded_rows(M))."""
+        return self._view("scale", M, K, self.quant_k, (K // _BLOCK, padded_rows(M)), "f32")
 
     def token_scales(self, M: int, K: int) -> DeviceArray:
         """The scale region as per-token scales [M] (the per-row W8A8 arm)."""

@@ -341,6 +341,34 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
         split(64, 0, 128, 256, 132)
 
 
+def test_fast_shims_bind_their_own_entry_points(sm90a_built):
+    """Every shim loads; the wgmma-template ones (block, per-row and
+    per-tensor scaling) take A's readable rows (prepare_rows) and refuse
+    fewer rows than M before anything needs a driver, so the argument lands
+    where the shim reads it; the CUTLASS ones take none."""
+    from runtime import manifest
+    from runtime.errors import LaunchError
+    from runtime.loader import HostShim
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    shimmed = [e for e in entries if e.shim]
+    assert {e.family for e in shimmed} == {"w8a8_wgmma", "w8a8_cutlass", "w8a8_row", "w8a8_tensor"}
+    for e in shimmed:
+        shim = HostShim(build_dir() / e.shim, e)
+        assert shim.takes_rows == (e.family != "w8a8_cutlass"), e.name
+        if not shim.takes_rows:
+            continue
+        M, N, K = 200, int(e.constraints.get("fixed_n", 0)) or 1024, int(e.constraints.get("fixed_k", 0)) or 1024
+        args = dict(a=0, a_scale=0, ld_scale=256, w=0, w_scale=0, out=0, M=M, N=N, K=K)
+        with pytest.raises(LaunchError, match="cannot implement"):
+            shim.prepare(dict(args, a_rows=M - 1), 132)
+        try:  # past the row check (then it may lack a driver or a workspace here)
+            shim.prepare(dict(args, a_rows=256), 132)
+        except LaunchError as refused:
+            assert "cannot implement" not in str(refused), e.name
+
+
 def test_explain_prints_a_split_instance_plan(sm90a_built, capsys, monkeypatch):
     """`gen explain` says how the chosen split-K instance cuts K (its shim's
     rule, asked without a GPU)."""

@@ -260,3 +260,84 @@ def test_early_weights_give_the_same_bits(rt, gen, split_ws, instance, N, K, M):
     ok, detail = gemm_error_ok(outs[0].view, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
     assert ok, detail
     assert torch.equal(outs[0].view, outs[1].view) and torch.equal(outs[1].view, outs[2].view)
+
+
+# every fast instance once, as EARLY (CUTLASS too: it must ignore the rows past m)
+PADDED = [(f, i, n, k) for f, i, n, k in CASES if (n, k) in
+          ((SPECS[i].fixed_n, SPECS[i].fixed_k) if getattr(SPECS[i], "fixed_n", 0) else ((24576, 1536),))]
+
+
+@pytest.mark.parametrize("family,instance,N,K", PADDED, ids=[i for _, i, _, _ in PADDED])
+@pytest.mark.parametrize("M", [100, 160, 1000])
+def test_padded_rows_give_the_same_bits(rt, gen, split_ws, family, instance, N, K, M):
+    """`a` with rows past m (as runtime.Workspace pads it: a partial last
+    tile row then copies rows that exist) computes the same bits as `a` of
+    exactly m rows, whatever the padding holds (NaN bytes and NaN scales
+    here), and writes nothing past out's m rows."""
+    from runtime.workspace import padded_rows
+
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+    a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
+    rt.scale_mn_major(a_s, a_s_mn)
+    rows = padded_rows(M) + 8  # more than the workspace pads: the kernel must not care
+    a_pad = torch.full((rows, K), 0x7F, dtype=torch.uint8, device="cuda")  # e4m3 NaN
+    a_pad[:M] = a_q
+    s_pad = torch.full((K // 128, rows), float("nan"), device="cuda")
+    s_pad[:, :M] = a_s_mn[:, :M]
+    exact, padded = (Guarded((M, N), torch.bfloat16, float("nan")) for _ in range(2))
+    _run(rt, family, instance, a_q, a_s_mn, w_q, w_s, exact.view, split_ws)
+    extra = {"workspace": split_ws} if family == "w8a8_wgmma" else {}
+    getattr(rt, family)(a_pad, s_pad, w_q, w_s, padded.view, instance=instance, m=M, **extra)
+    torch.cuda.synchronize()
+    assert exact.canaries_intact() and padded.canaries_intact()
+    A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+    ok, detail = gemm_error_ok(exact.view, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+    assert ok, detail
+    assert torch.equal(exact.view, padded.view), "rows past m changed the result"
+
+
+def test_m_is_checked(rt, gen):
+    from runtime.errors import ValidationError
+
+    N, K, M = 2112, 7168, 40
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    a = torch.zeros(M, K, dtype=torch.uint8, device="cuda")
+    s = torch.zeros(K // 128, 64, device="cuda")
+    for m, out_rows, what in ((0, 1, "m must be an int in 1..40"), (41, 41, "m must be an int in 1..40"),
+                              (30, 40, "out")):
+        out = torch.empty(out_rows, N, dtype=torch.bfloat16, device="cuda")
+        with pytest.raises(ValidationError, match=what):
+            rt.w8a8_wgmma(a, s, w_q, w_s, out, m=m)
+
+
+@pytest.mark.parametrize("M", [300, 1000])
+def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
+    """rt.linear hands the fast arm the workspace's quantization with its
+    padding rows (to 128) and MN-major scales padded alike, and gets the
+    bits of the same instance on exactly M rows."""
+    import runtime
+    from runtime.workspace import padded_rows
+
+    N, K = 2112, 7168
+    q_w, s_w = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    weight = runtime.Fp8Weight.from_checkpoint(q_w, s_w, rt=rt)
+    x = with_outliers((M, K), gen).to(torch.bfloat16)
+    with rt.workspace(M, K, max_n=N) as ws:
+        q = ws.quantized(M, K)
+        assert ws.gemm_operand(q).shape == (padded_rows(M), K) and ws.gemm_operand(q).ptr == q.ptr
+        assert ws.scales_mn_major(M, K).shape == (K // 128, padded_rows(M))
+        foreign = torch.zeros(M, K, dtype=torch.uint8, device="cuda")
+        assert ws.gemm_operand(foreign) is foreign
+        y = Guarded((M, N), torch.bfloat16, float("nan"))
+        d = rt.linear(x, weight, y.view, ws)
+        assert d.arm == "W8A8 fast", d
+        a_q = torch.empty(M, K, dtype=torch.uint8, device="cuda")
+        a_s = torch.empty(K // 128, -(-M // 4) * 4, device="cuda")
+        rt.quant_group(x, a_q, a_s, mn_major=True)
+        exact = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        extra = {"workspace": ws} if d.family == "w8a8_wgmma" else {}
+        getattr(rt, d.family)(a_q, a_s, q_w, s_w, exact, instance=d.instance, **extra)
+        torch.cuda.synchronize()
+    assert y.canaries_intact()
+    assert torch.equal(y.view, exact), f"{d.instance}: rt.linear and the exact-rows call differ"

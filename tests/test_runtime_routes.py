@@ -75,8 +75,10 @@ def test_linear_takes_the_fast_arm_with_mn_major_scales(fake):
         assert d.arm == "W8A8 fast" and d.family in FAST_FAMILIES
         assert families(launches) == ["quant_group", d.family]
         quant, gemm = launches[0][2], launches[1][2]
-        assert quant["mn_major"] == 1 and quant["ld_scale"] == gemm["ld_scale"] == -(-m // 4) * 4
+        # the scales and the quantization padded to 128 rows, the GEMM told M
+        assert quant["mn_major"] == 1 and quant["ld_scale"] == gemm["ld_scale"] == -(-m // 128) * 128
         assert quant["scale"] == gemm["a_scale"] and quant["q"] == gemm["a"]
+        assert gemm["M"] == m and gemm["a_rows"] == -(-m // 128) * 128
         assert launches[1][1] == d.instance
         assert gemm["early_weights"] is True  # right after its quantizer, which writes no weight
 
@@ -269,8 +271,9 @@ def test_split_k_counters_start_zeroed(fake, monkeypatch):
     sets = []
     monkeypatch.setattr(FakeDriver, "cuMemsetD8", staticmethod(lambda ptr, value, count: sets.append((value, count))))
     ws = rt.workspace(256, 7168, max_n=4096)
-    # the per-tensor state and the counters, in one set, to zero
-    assert sets == [(0, ws._offsets["partials"] - ws._offsets["state"])]
+    # the quantization region (its padding rows), the per-tensor state and
+    # the counters, in one set, to zero
+    assert sets == [(0, ws._offsets["partials"])] and ws._offsets["q"] == 0
     assert ws._offsets["counters"] - ws._offsets["state"] >= 16 and ws.counter_slots >= 64
 
 

@@ -187,7 +187,7 @@ def test_tune_refuses_a_record_of_kernel_durations(tmp_path):
 
 def _record(rows, **setup):
     return dict({"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "n", "driver": "13.0",
-                 "torch": "t", "pdl": True, "timing": "events"}, **setup, rows=rows)
+                 "torch": "t", "pdl": True, "timing": "events", "a_rows": "padded"}, **setup, rows=rows)
 
 
 def test_combined_records_pick_what_every_run_says_not_one_runs_noise():
@@ -249,6 +249,22 @@ def test_a_time_on_a_binary_rebuilt_since_is_not_used():
     assert left_out == 1 and set(us) == {"a", "b", "p"} and us["a"] == pytest.approx(2.4)
     assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "b"
     assert sorted(read) == ["s1", "s2"]  # each commit's manifest read once
+
+
+def test_fast_rows_timed_on_exact_rows_are_not_used():
+    """rt.linear gives the fast GEMMs activations padded to 128 rows; a
+    record that gave them exactly M rows (no "a_rows": older records) timed
+    something else at a partial last tile row, so its fast rows do not count
+    (on the same binaries); its other rows and the peers' do."""
+    rows = [row("w8a8_wgmma", "a", 200, 4096, 1024, 1.0), row("w8a8_cutlass", "c", 200, 4096, 1024, 1.5),
+            row("w8a16_gemm", "g", 200, 4096, 1024, 3.0), row("cublaslt_block", "p", 200, 4096, 1024, 3.0)]
+    exact = _record(rows)
+    del exact["a_rows"]
+    docs = [exact, _record(rows, a_rows="exact"), _record(rows)]
+    today = tune.binaries_timed(docs, {"a": "A", "c": "C", "g": "G"}, lambda sha: {"a": "A", "c": "C", "g": "G"})
+    for i in (0, 1):
+        assert [today(i, r) for r in rows] == [False, False, True, True]
+    assert all(today(2, r) for r in rows)
 
 
 def test_the_manifest_at_a_commit_comes_from_git():

@@ -36,6 +36,10 @@ class Context:
     # how a call is timed: time_us (events around back-to-back calls, launch
     # gaps included) or timing.kernel_us (the profiler's kernel durations)
     timer: Callable = time_us
+    # the fast arms' activation operands: "padded" (rows and MN-major scales
+    # to a multiple of 128, as runtime.Workspace hands them to rt.linear) or
+    # "exact" (M rows; a partial last tile row is then zero-filled by TMA)
+    a_rows: str = "padded"
 
     def want(self, impl: str) -> bool:
         return impl in self.families
@@ -101,8 +105,26 @@ class ShapeInputs:
                                   w_t_s=w_t_s, w_r_fp8=w_r_q, w_r_q=w_r_q.view(torch.uint8), w_r_s=w_r_s))
 
 
+A_ROWS = ("padded", "exact")
+
+
+def _padded(ctx: Context, a):
+    """The e4m3 activation [M, K] fp8gen's Params-launched GEMMs get: with
+    zero rows up to a multiple of 128 under --a-rows padded (they take m=M),
+    as runtime.Workspace hands it to them; else `a` itself."""
+    from runtime.workspace import padded_rows
+
+    if ctx.a_rows != "padded":
+        return a
+    M, K = a.shape
+    rows = ctx.torch.zeros(padded_rows(M), K, dtype=a.dtype, device=a.device)
+    rows[:M] = a
+    return rows
+
+
 def _activations(ctx: Context, M: int, K: int, count: int):
     from gen.bench.torch_ref import quantize_act, with_outliers
+    from runtime.workspace import padded_rows
 
     torch = ctx.torch
     out = []
@@ -114,6 +136,11 @@ def _activations(ctx: Context, M: int, K: int, count: int):
         m_pad = -(-M // 4) * 4
         a_s_gm = torch.zeros(K // 128, m_pad, dtype=torch.float32, device="cuda")
         a_s_gm[:, :M] = a_s.t()
+        # the block-scaled fast arms' operands (Context.a_rows): padding rows of zeros
+        a_q_rows, a_s_rows = _padded(ctx, a_q), a_s_gm
+        if ctx.a_rows == "padded":
+            a_s_rows = torch.zeros(K // 128, padded_rows(M), dtype=torch.float32, device="cuda")
+            a_s_rows[:, :M] = a_s.t()
         # per tensor: one scale for the whole activation
         a_t_s = (x.float().abs().max() / 448.0).reshape(())
         a_t_q = (x.float() / a_t_s).clamp(-448, 448).to(torch.float8_e4m3fn)
@@ -121,8 +148,9 @@ def _activations(ctx: Context, M: int, K: int, count: int):
         a_r_s = (x.float().abs().amax(dim=1) / 448.0).clamp_min(1e-12)
         a_r_q = (x.float() / a_r_s[:, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
         out.append(dict(x=x, a_q=a_q, a_s=a_s, a_fp8=a_q.view(torch.float8_e4m3fn), a_s_gm=a_s_gm,
-                        a_s_mn=a_s_gm[:, :M].t(), a_t_fp8=a_t_q, a_t_q=a_t_q.view(torch.uint8), a_t_s=a_t_s,
-                        a_r_fp8=a_r_q, a_r_q=a_r_q.view(torch.uint8), a_r_s=a_r_s))
+                        a_q_rows=a_q_rows, a_s_rows=a_s_rows,
+                        a_s_mn=a_s_gm[:, :M].t(), a_t_fp8=a_t_q, a_t_q=_padded(ctx, a_t_q.view(torch.uint8)),
+                        a_t_s=a_t_s, a_r_fp8=a_r_q, a_r_q=_padded(ctx, a_r_q.view(torch.uint8)), a_r_s=a_r_s))
     return out
 
 
@@ -166,8 +194,8 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         # wgmma kernel may read them before it waits for the call before it)
         extra = {"workspace": ctx.workspace, "early_weights": True} if family == "w8a8_wgmma" else {}
         for inst in _instances(ctx, family, M, N, K):
-            run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q"], a["a_s_gm"], w["w_q"], w["w_s"], o,
-                                                                 instance=i, **extra), ref_w8a8)
+            run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q_rows"], a["a_s_rows"], w["w_q"], w["w_s"],
+                                                                 o, instance=i, m=M, **extra), ref_w8a8)
     if ctx.want("w8a16_gemm") and M > 4:
         for inst in _instances(ctx, "w8a16_gemm", M, N, K):
             run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,
@@ -192,7 +220,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     if ctx.want("w8a8_tensor"):
         for inst in _instances(ctx, "w8a8_tensor", M, N, K):
             run("w8a8_tensor", inst, lambda a, w, o, i=inst: rt.w8a8_tensor(a["a_t_q"], a["t_scale"], w["w_t_q"], o,
-                                                                             instance=i, early_weights=True),
+                                                                             instance=i, early_weights=True, m=M),
                 ref_tensor)
     if ctx.want("cublaslt_tensor"):
         def scaled_mm_tensor(a, w, o):
@@ -207,7 +235,8 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     if ctx.want("w8a8_row"):
         for inst in _instances(ctx, "w8a8_row", M, N, K):
             run("w8a8_row", inst, lambda a, w, o, i=inst: rt.w8a8_row(a["a_r_q"], a["a_r_s"], w["w_r_q"], w["w_r_s"],
-                                                                       o, instance=i, early_weights=True), ref_row)
+                                                                       o, instance=i, early_weights=True, m=M),
+                ref_row)
     if ctx.want("cublaslt_row"):
         def scaled_mm_row(a, w, o):
             torch._scaled_mm(a["a_r_fp8"], w["w_r_fp8"].t(), scale_a=a["a_r_s"][:, None],

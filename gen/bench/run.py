@@ -26,7 +26,7 @@ def _progress(done: int, total: int, what: str) -> None:
 
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-          all_instances: bool = False, timing: str = "events", pdl: str = "auto") -> int:
+          all_instances: bool = False, timing: str = "events", pdl: str = "auto", a_rows: str = "padded") -> int:
     """Times the grid; returns 1 if any arm was wrong. pdl: "on", "off" or
     "auto" (on for events timing, off for kernel timing: each kernel-timed
     call follows an L2 flush kernel, and with PDL the GEMM would start during
@@ -35,15 +35,17 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
 
     if pdl not in ("auto", "on", "off"):
         raise ValueError(f"pdl is auto, on or off, not {pdl!r}")
+    if a_rows not in arms.A_ROWS:
+        raise ValueError(f"a_rows is one of {', '.join(arms.A_ROWS)}, not {a_rows!r}")
     no_pdl = knobs().no_pdl or pdl == "off" or (pdl == "auto" and timing == "kernel")
     with override(no_pdl=no_pdl):
         return _bench(arch=arch, shapes=shapes, ms=ms, families=families, out=out, md=md, png=png,
-                      git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing)
+                      git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing, a_rows=a_rows)
 
 
 def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
            out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-           all_instances: bool, timing: str) -> int:
+           all_instances: bool, timing: str, a_rows: str) -> int:
     import torch
 
     import runtime
@@ -67,7 +69,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
                        # room for the split-K instances at the largest point (only they use it)
                        workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
                        if "w8a8_wgmma" in families else None,
-                       timer=TIMERS[timing])
+                       timer=TIMERS[timing], a_rows=a_rows)
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]
@@ -95,7 +97,9 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # whether fp8gen's kernels launched with programmatic dependent
            # launch (back-to-back calls overlap launch and prologue; the peers
            # do not): FP8GEN_NO_PDL turns it off for an A/B record
-           "pdl": not knobs().no_pdl, "timing": timing, "rows": [r.__dict__ for r in ctx.rows]}
+           "pdl": not knobs().no_pdl, "timing": timing,
+           # the fast arms' activation rows (arms.Context.a_rows)
+           "a_rows": a_rows, "rows": [r.__dict__ for r in ctx.rows]}
     report.write_json(doc, out)
     table = report.markdown(doc, hw.published)
     if md:

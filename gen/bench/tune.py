@@ -22,6 +22,8 @@ from runtime.select import FAST_FAMILIES, FAST_TABLE
 TUNED_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass", "w8a16_gemm", "w8a8_tensor", "w8a8_row", FAST_TABLE)
 TABLE_IMPLS = {FAST_TABLE: FAST_FAMILIES}
 W8A8_FAMILIES = ("w8a8_mma", "w8a8_wgmma", "w8a8_cutlass")
+# the families rt.linear hands activations padded to 128 rows (binaries_timed)
+PADDED_FAMILIES = (*FAST_FAMILIES, "w8a8_row", "w8a8_tensor")
 LAST_BUCKET = 2**31 - 1
 # the name tags of a shape-specialized and of a split-K instance (gen/catalog.py W8A8WgmmaSpec.tag)
 FIXED_SHAPE = re.compile(r"_for\d+x\d+_")
@@ -146,9 +148,12 @@ def binaries_timed(docs: List[Dict], today: Dict[str, str],
                    read_manifest: Callable[[str], Dict[str, str]]) -> Callable[[int, Dict], bool]:
     """timed_today for combine: record i's row of an fp8gen instance counts
     only if the instance's cubin and host shim at the commit that timed it
-    (read_manifest(sha) -> {name: digest}, from git) are today's (`today`).
-    A record merged from several runs names each run's commit and shapes.
-    Peers (cuBLASLt, torch) always count."""
+    (read_manifest(sha) -> {name: digest}, from git) are today's (`today`),
+    and a PADDED_FAMILIES row only if its activations were padded to 128
+    rows as rt.linear's are (the record's "a_rows"; a record without it gave
+    exactly M rows, which costs a partial last tile row more). A record
+    merged from several runs names each run's commit and shapes. Peers
+    (cuBLASLt, torch) always count."""
     ours = set(TUNED_FAMILIES) | set(FAST_FAMILIES)
     at: Dict[str, Dict[str, str]] = {}
 
@@ -162,9 +167,13 @@ def binaries_timed(docs: List[Dict], today: Dict[str, str],
         by_shape = {shape: run["git_sha"] for run in doc.get("runs", []) for shape in run.get("shapes", [])}
         shas.append((by_shape, doc["git_sha"]))
 
+    padded = [doc.get("a_rows", "exact") == "padded" for doc in docs]
+
     def timed_today(i: int, row: Dict) -> bool:
         if row["op"] != "gemm" or row["impl"] not in ours:
             return True
+        if row["impl"] in PADDED_FAMILIES and not padded[i]:
+            return False
         by_shape, sha = shas[i]
         then = binaries(by_shape.get(f"{row['N']}x{row['K']}", sha)).get(row["kernel"])
         return then is not None and then == today.get(row["kernel"])

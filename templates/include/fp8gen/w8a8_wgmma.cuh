@@ -880,12 +880,16 @@ struct Shim {
     cluster[1] = cluster[2] = 1;
   }
 
+  // a_rows: rows of A that may be read (>= M); the A scales' ld_sfa >= M
+  // tokens likewise. The rows past M feed only output rows past M, which are
+  // never stored, so they may hold anything (see below for why they help).
   static int prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w,
-                     const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid,
+                     const float* sfw, void* d, int M, int N, int K, int a_rows, int sm_count, unsigned* grid,
                      int* counters = nullptr, size_t counter_slots = 0, float* partials = nullptr,
                      size_t partial_bytes = 0) {
     if (cap < sizeof(Params)) return kBufferTooSmall;
-    if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1) return kCannotImplement;
+    if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1 || a_rows < M)
+      return kCannotImplement;
     if (K / kBlockK < C::CLUSTER_K) return kCannotImplement;  // every rank of a cluster split takes a K block
     if ((C::FIXED_N && N != C::FIXED_N) || (C::FIXED_K && K != C::FIXED_K)) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
@@ -893,17 +897,22 @@ struct Shim {
     Params p;
     std::memset(&p, 0, sizeof(p));
     const int kblocks = K / kBlockK;
-    // With M < BM (one tile row), the A box holds only the rows that exist
-    // (whole 8-row swizzle atoms) and the A-scale box only the tokens that
-    // exist: rows past M would be filled with zeros by the copy engine, which
-    // on the H200 made the mainloop up to 1.5x slower at M = 16 than at
-    // M = 64 (64x32 tiles, 7168x16384). The stage's other rows keep stale
-    // bytes: they feed only output rows past M, which are never stored (a
-    // split tile's partials carry them into rows its sum does not store).
-    const int a_rows = C::CLUSTER_N == 1 && M < C::BM ? (M + 7) / 8 * 8 : C::BM / C::CLUSTER_N;
+    // Rows past the map's extent are filled with zeros by the copy engine,
+    // which on the H200 is slow: with M < BM, it made the mainloop up to 1.5x
+    // slower at M = 16 than at M = 64 (64x32 tiles, 7168x16384). So with one
+    // tile row the A box holds only the rows that exist (whole 8-row swizzle
+    // atoms) and the A-scale box only the tokens that exist; the stage's other
+    // rows keep stale bytes, which feed only output rows past M, never stored
+    // (a split tile's partials carry them into rows its sum does not store).
+    // Past one tile row the box is whole, and a partial last tile row stays
+    // inside the maps only where the caller's buffers have the rows: A's map
+    // spans a_rows, the scales' ld_sfa tokens (runtime.Workspace pads both to
+    // 128). Filled instead, a last row of 32 real rows made 128x128 t2 at
+    // 7168x16384 M=160 take 78.5 us against 56.3 at M=256 (H200, 2026-11-30).
+    const int box_rows = C::CLUSTER_N == 1 && M < C::BM ? (M + 7) / 8 * 8 : C::BM / C::CLUSTER_N;
     const int sa_tokens = M < C::BM ? (M + 3) / 4 * 4 : C::BM;
     // (a cluster's CTAs each copy half of the shared box)
-    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, M, K, kBlockK, a_rows,
+    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, a_rows, K, kBlockK, box_rows,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER_M,
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
@@ -920,7 +929,7 @@ struct Shim {
     p.K = K;
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
-    p.stage_tx = uint32_t(C::CLUSTER_N * a_rows * kBlockK + C::W_BYTES + (C::BLOCK_SCALES ? sa_tokens * 4 : 0));
+    p.stage_tx = uint32_t(C::CLUSTER_N * box_rows * kBlockK + C::W_BYTES + (C::BLOCK_SCALES ? sa_tokens * 4 : 0));
     const long tiles = long(p.tiles_m) * p.tiles_n;
     Split plan;
     if (!split_at(M, N, K, sm_count, plan)) return kCannotImplement;
@@ -947,8 +956,11 @@ struct Shim {
 };
 
 // The C entry points the runtime binds (runtime/loader.py), named after the
-// kernel symbol. prepare_split also takes the workspace's tile counters and
-// partial tiles (split-K instances; others need none and ignore them).
+// kernel symbol. prepare_rows takes A's readable rows (Shim::prepare);
+// prepare_rows_split also the workspace's tile counters and partial tiles
+// (split-K instances; others need none and ignore them). (The names differ
+// from the CUTLASS shims' prepare, which has no a_rows, so that a stale shim
+// fails to load instead of reading its arguments shifted.)
 #define FP8GEN_WGMMA_SHIM_EXPORTS(SYM, SHIM)                                                                   \
   extern "C" size_t SYM##_params_size() { return SHIM::params_size(); }                                      \
   extern "C" void SYM##_set_flags(void* params, unsigned flags) { SHIM::set_flags(params, flags); }            \
@@ -960,16 +972,17 @@ struct Shim {
     *whole = plan.whole;                                                                                     \
     return 1;                                                                                                \
   }                                                                                                          \
-  extern "C" int SYM##_prepare(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, const void* w, \
-                               const float* sfw, void* d, int M, int N, int K, int sm_count, unsigned* grid) {  \
-    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid);                       \
+  extern "C" int SYM##_prepare_rows(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa,       \
+                                    const void* w, const float* sfw, void* d, int M, int N, int K, int a_rows, \
+                                    int sm_count, unsigned* grid) {                                           \
+    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, a_rows, sm_count, grid);               \
   }                                                                                                          \
-  extern "C" int SYM##_prepare_split(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa,      \
-                                     const void* w, const float* sfw, void* d, int M, int N, int K,           \
-                                     int sm_count, unsigned* grid, int* counters, size_t counter_slots,       \
-                                     float* partials, size_t partial_bytes) {                                 \
-    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, sm_count, grid, counters, counter_slots, \
-                         partials, partial_bytes);                                                            \
+  extern "C" int SYM##_prepare_rows_split(void* out, size_t cap, const void* a, const float* sfa, int ld_sfa, \
+                                          const void* w, const float* sfw, void* d, int M, int N, int K,     \
+                                          int a_rows, int sm_count, unsigned* grid, int* counters,           \
+                                          size_t counter_slots, float* partials, size_t partial_bytes) {     \
+    return SHIM::prepare(out, cap, a, sfa, ld_sfa, w, sfw, d, M, N, K, a_rows, sm_count, grid, counters,     \
+                         counter_slots, partials, partial_bytes);                                             \
   }
 
 #endif  // FP8GEN_HOST_SHIM
