@@ -121,7 +121,7 @@ class Workspace:
         """`q`, if it is this workspace's quantization [M, K], with the
         padding rows its region holds past M ([padded_rows(M), K]; the fast
         GEMMs take it with m=M); any other array unchanged."""
-        if len(q.shape) != 2 or q.ptr != self._ptr + self._offsets["q"]:
+        if not isinstance(q, DeviceArray) or len(q.shape) != 2 or q.ptr != self._ptr + self._offsets["q"]:
             return q
         M, K = q.shape
         return self._view("q", M, K, self.quant_k, (padded_rows(M), K), "e4m3")
