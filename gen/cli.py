@@ -431,7 +431,9 @@ def parser() -> argparse.ArgumentParser:
                          "events timing and off for kernel timing, where a flush kernel precedes every call and "
                          "PDL would only start the kernel early, inside the flush, and count that wait in its "
                          "duration; FP8GEN_NO_PDL forces off")
-    be.add_argument("--a-rows", choices=("padded", "exact"), default="padded",
+    from gen.bench.arms import A_ROWS
+
+    be.add_argument("--a-rows", choices=A_ROWS, default="padded",
                     help="the fast arms' activations: padded (default) to a multiple of 128 rows, scales too, as "
                          "the runtime's workspace hands them to rt.linear and the FFN (a partial last tile row "
                          "then copies rows that exist); exact: M rows, so the copy engine fills a partial last "
