@@ -170,11 +170,12 @@ class Runtime:
         return host
 
     def quant_group(self, x, q, scale, *, ue8m0: bool = False, eps: float = ops.DEFAULT_EPS,
-                    mn_major: Optional[bool] = None, stream=None):
+                    mn_major: Optional[bool] = None, pad_scales: bool = True, stream=None):
         """mn_major: scale is [K/128, M_pad] (True) or [M, K/128] (False); read
-        off the shape when omitted, and required when M == K/128."""
+        off the shape when omitted, and required when M == K/128. MN-major
+        pad tokens' scales are written as 0 unless pad_scales is False."""
         self.run_plan(ops.quant_group(self.entries, x, q, scale, ue8m0=ue8m0, eps=eps, device=self.device,
-                                  mn_major=mn_major), stream)
+                                      mn_major=mn_major, pad_scales=pad_scales), stream)
 
     def scale_mn_major(self, src, dst, *, stream=None):
         self.run_plan(ops.scale_mn_major(self.entries, src, dst, device=self.device), stream)
@@ -258,9 +259,10 @@ class Runtime:
         self.run_plan(ops.fp8_dequant(self.entries, weight.weight, weight.scale, out, device=self.device), stream)
 
     def quant_silu_mul(self, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
-                       eps: float = ops.DEFAULT_EPS, mn_major: Optional[bool] = None, stream=None):
+                       eps: float = ops.DEFAULT_EPS, mn_major: Optional[bool] = None, pad_scales: bool = True,
+                       stream=None):
         self.run_plan(ops.quant_silu_mul(self.entries, gate, up, h=h, q=q, scale=scale, ue8m0=ue8m0, eps=eps,
-                                     device=self.device, mn_major=mn_major), stream)
+                                         device=self.device, mn_major=mn_major, pad_scales=pad_scales), stream)
 
     def linear_w8a8(self, x, w, w_scale, out, workspace: Workspace, *, stream=None):
         """Quantize bf16 x into the workspace, then the in-tree W8A8 GEMM."""

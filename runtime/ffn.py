@@ -50,7 +50,7 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
     if dg.w8a8 or du.w8a8:
         qx = workspace.quantized(M, H)
         sx, mn_major = activation_scales(workspace, dg if dg.w8a8 else du, M, H)
-        plans.append(ops.quant_group(entries, x, qx, sx, device=dev, mn_major=mn_major))
+        plans.append(ops.quant_group(entries, x, qx, sx, device=dev, mn_major=mn_major, pad_scales=False))
     plans += projection_plans(entries, dg, x=x, q=qx, scale=sx, weight=gate, out=g, device=dev,
                               workspace=workspace)
     plans += projection_plans(entries, du, x=x, q=qx, scale=sx, weight=up, out=u, device=dev,
@@ -58,7 +58,8 @@ def dense_ffn_prefill(x, gate: Fp8Weight, up: Fp8Weight, down: Fp8Weight, worksp
     if dd.w8a8:
         qh = workspace.quantized(M, I)
         sh, mn_major = activation_scales(workspace, dd, M, I)
-        plans.append(ops.quant_silu_mul(entries, g, u, q=qh, scale=sh, device=dev, mn_major=mn_major))
+        plans.append(ops.quant_silu_mul(entries, g, u, q=qh, scale=sh, device=dev, mn_major=mn_major,
+                                        pad_scales=False))
         plans += projection_plans(entries, dd, x=None, q=qh, scale=sh, weight=down, out=out, device=dev,
                                   workspace=workspace)
     else:

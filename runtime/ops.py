@@ -35,11 +35,14 @@ def _only(entries: Dict[str, List[KernelEntry]], family: str) -> List[KernelEntr
     return found
 
 
-def _scales(op: str, scale, M: int, K: int, device, mn_major: Optional[bool]) -> Tuple[object, int, int, bool]:
+def _scales(op: str, scale, M: int, K: int, device, mn_major: Optional[bool],
+            pad_scales: bool = True) -> Tuple[object, int, int, bool]:
     """Token-major [M, K/128] or MN-major [K/128, M_pad] scales -> (array,
     leading dimension, rows the launch covers, mn_major). The layout is read
     off the shape only where the shape says it; when M == K/128 (and M % 4
-    == 0) both layouts have one shape and the caller must say which."""
+    == 0) both layouts have one shape and the caller must say which. The
+    launch covers the MN-major pad tokens (their scales written as 0) unless
+    pad_scales is False."""
     G = K // v.BLOCK
     s_shape = scale.shape
     if mn_major is None:
@@ -55,7 +58,7 @@ def _scales(op: str, scale, M: int, K: int, device, mn_major: Optional[bool]) ->
         v.require(op, m_pad >= M and m_pad % 4 == 0,
                   f"MN-major scale [{G}, M_pad] needs M_pad >= M={M} and a multiple of 4 (16-byte rows), got {m_pad}")
         return (v.array(op, "scale", scale, dtypes=v.F32, shape=(G, m_pad), device=device, output=True), m_pad,
-                m_pad, True)
+                m_pad if pad_scales else M, True)
     return (v.array(op, "scale", scale, dtypes=v.F32, shape=(M, G), align=4, device=device, output=True), G, M,
             False)
 
@@ -72,16 +75,19 @@ def _quant_common(op: str, M: int, K: int, eps: float) -> None:
 
 
 def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
-                device: Optional[int] = None, mn_major: Optional[bool] = None) -> Launch:
+                device: Optional[int] = None, mn_major: Optional[bool] = None, pad_scales: bool = True) -> Launch:
     """bf16 x[M,K] -> e4m3 q[M,K] + f32 scales, token-major [M, K/128] or
-    MN-major [K/128, M_pad] (M_pad >= M, a multiple of 4; pad tokens get 0)."""
+    MN-major [K/128, M_pad] (M_pad >= M, a multiple of 4; pad tokens get 0,
+    or with pad_scales=False keep what they hold: the runtime's workspace
+    pads M_pad to 128 rows for GEMMs that never store the rows past M, and
+    zeroing them cost quant_silu_mul 9-13 % at M = 600 and 1193 on the H200)."""
     op = "quant_group"
     x, q, scale = v.matrix(op, "x", x), v.matrix(op, "q", q), v.matrix(op, "scale", scale)
     M, K = x.shape
     _quant_common(op, M, K, eps)
     xs = v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device)
     qs = v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True)
-    ss, ld, rows, mn_major = _scales(op, scale, M, K, device, mn_major)
+    ss, ld, rows, mn_major = _scales(op, scale, M, K, device, mn_major, pad_scales)
     k = _only(entries, "quant_group")[0]
     chunks = rows * (K // k.constraints["elems_per_thread"])
     return Launch(k, (_ceil(chunks, k.threads), 1, 1),
@@ -90,9 +96,10 @@ def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAU
 
 
 def quant_silu_mul(entries, gate, up, *, h=None, q=None, scale=None, ue8m0: bool = False,
-                   eps: float = DEFAULT_EPS, device: Optional[int] = None, mn_major: Optional[bool] = None) -> Launch:
+                   eps: float = DEFAULT_EPS, device: Optional[int] = None, mn_major: Optional[bool] = None,
+                   pad_scales: bool = True) -> Launch:
     """h = bf16(SiLU(gate) * up), and/or h quantized like quant_group (q and
-    scale together). h may be `gate` itself (in place)."""
+    scale together, pad_scales as there). h may be `gate` itself (in place)."""
     op = "quant_silu_mul"
     gate, up = v.matrix(op, "gate", gate), v.matrix(op, "up", up)
     M, K = gate.shape
@@ -106,7 +113,7 @@ def quant_silu_mul(entries, gate, up, *, h=None, q=None, scale=None, ue8m0: bool
     rows, ld, qs, ss = M, K // v.BLOCK, None, None
     if q is not None:
         qs = v.array(op, "q", v.matrix(op, "q", q), dtypes=v.E4M3, shape=(M, K), device=device, output=True)
-        ss, ld, rows, mn_major = _scales(op, v.matrix(op, "scale", scale), M, K, device, mn_major)
+        ss, ld, rows, mn_major = _scales(op, v.matrix(op, "scale", scale), M, K, device, mn_major, pad_scales)
     k = _only(entries, "quant_silu_mul")[0]
     chunks = rows * (K // k.constraints["elems_per_thread"])
     return Launch(k, (_ceil(chunks, k.threads), 1, 1),

@@ -33,7 +33,8 @@ def quantize_plans(entries, d: Decision, x, workspace, device: Optional[int], we
         s = workspace.token_scales(M, K)
         return [ops.quant_token(entries, x, q, s, device=device)], q, s
     s, mn_major = activation_scales(workspace, d, M, K)
-    return [ops.quant_group(entries, x, q, s, device=device, mn_major=mn_major)], q, s
+    # (the pad tokens' scales are left as they are: the GEMMs never store those rows)
+    return [ops.quant_group(entries, x, q, s, device=device, mn_major=mn_major, pad_scales=False)], q, s
 
 
 # A W8A8 projection's GEMM runs right after a kernel of the same composite

@@ -315,7 +315,11 @@ def test_m_is_checked(rt, gen):
 def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
     """rt.linear hands the fast arm the workspace's quantization with its
     padding rows (to 128) and MN-major scales padded alike, and gets the
-    bits of the same instance on exactly M rows."""
+    bits of the same instance on exactly M rows. The padding is poisoned
+    first (NaN bytes and scales): the quantizer leaves the pad tokens'
+    scales as they are (pad_scales=False), and the GEMM must not care."""
+    from cuda.bindings import driver as cu
+
     import runtime
     from runtime.workspace import padded_rows
 
@@ -329,6 +333,11 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
         assert ws.scales_mn_major(M, K).shape == (K // 128, padded_rows(M))
         foreign = torch.zeros(M, K, dtype=torch.uint8, device="cuda")
         assert ws.gemm_operand(foreign) is foreign
+        torch.cuda.synchronize()
+        for ptr, value, count in ((ws.gemm_operand(q).ptr, 0x7F7F7F7F, padded_rows(M) * K // 4),
+                                  (ws.scales_mn_major(M, K).ptr, 0x7FC00000, K // 128 * padded_rows(M))):
+            assert cu.cuMemsetD32(ptr, value, count)[0] == cu.CUresult.CUDA_SUCCESS
+        torch.cuda.synchronize()
         y = Guarded((M, N), torch.bfloat16, float("nan"))
         d = rt.linear(x, weight, y.view, ws)
         assert d.arm == "W8A8 fast", d

@@ -67,6 +67,32 @@ def test_dense_ffn_prefill_meets_design_gates(rt, gen, ffn, M):
     assert arms == ({"W8A16 GEMV"} if M <= 4 else {w8a8})
 
 
+def test_dense_ffn_ignores_what_the_workspace_padding_holds(rt, gen, ffn):
+    """The quantizers leave the pad tokens' scales of the workspace's
+    128-row padding as they are (pad_scales=False): poisoned with NaN bytes
+    and NaN scales, the FFN gives the same bits."""
+    from cuda.bindings import driver as cu
+
+    from runtime.workspace import padded_rows
+
+    gate, up, down, ws = ffn
+    M = 600  # a partial last 128-row tile in every projection
+    x = with_outliers((M, HIDDEN), gen).to(torch.bfloat16)
+    clean, poisoned = (Guarded((M, HIDDEN), torch.bfloat16, float("nan")) for _ in range(2))
+    runtime.dense_ffn_prefill(x, gate[2], up[2], down[2], ws, out=clean.view)
+    torch.cuda.synchronize()
+    rows = padded_rows(M)
+    for ptr, value, count in ((ws.quantized(M, INTER).ptr, 0x7F7F7F7F, rows * INTER // 4),
+                              (ws.scales_mn_major(M, INTER).ptr, 0x7FC00000, INTER // 128 * rows)):
+        assert cu.cuMemsetD32(ptr, value, count)[0] == cu.CUresult.CUDA_SUCCESS
+    torch.cuda.synchronize()
+    decisions = runtime.dense_ffn_prefill(x, gate[2], up[2], down[2], ws, out=poisoned.view)
+    torch.cuda.synchronize()
+    assert all(d.w8a8 for d in decisions), decisions
+    assert clean.canaries_intact() and poisoned.canaries_intact()
+    assert torch.equal(clean.view, poisoned.view), "the workspace's padding changed the FFN's output"
+
+
 def test_quant_silu_mul_is_bit_exact_with_the_unfused_pipeline(rt, gen):
     M, K = 1193, INTER
     g = with_outliers((M, K), gen).to(torch.bfloat16)

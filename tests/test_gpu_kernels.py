@@ -52,6 +52,32 @@ def test_quant_group_mn_major_pads_with_zeros(rt, gen, M):
     assert q.canaries_intact() and s.canaries_intact()
 
 
+@pytest.mark.parametrize("M", [17, 1000])
+@pytest.mark.parametrize("fused", [False, True])
+def test_quantizers_leave_pad_scales_when_told(rt, gen, M, fused):
+    """pad_scales=False (the workspace path): the M tokens' scales and q as
+    always; the pad tokens' scales keep what they held (NaN here), except
+    the few the last block's spare threads zero."""
+    K = 7168
+    m_pad = -(-M // 128) * 128 + 128
+    q = Guarded((M, K), torch.uint8, 0x7F)
+    s = Guarded((K // 128, m_pad), torch.float32, float("nan"))
+    if fused:  # the reference quantizes the fused kernel's own h (its SiLU is checked elsewhere)
+        x = torch.empty(M, K, dtype=torch.bfloat16, device="cuda")
+        rt.quant_silu_mul(_bf16((M, K), gen), _bf16((M, K), gen), h=x, q=q.view, scale=s.view, pad_scales=False)
+    else:
+        x = _bf16((M, K), gen)
+        rt.quant_group(x, q.view, s.view, pad_scales=False)
+    torch.cuda.synchronize()
+    want_q, want_s = ref.quant_group(x.float().cpu().numpy())
+    got = s.view.cpu().numpy()
+    assert np.array_equal(got[:, :M], want_s.T)
+    pads = got[:, M:]
+    assert np.all(np.isnan(pads) | (pads == 0)) and np.all(np.isnan(got[:, -64:]))
+    assert np.array_equal(q.view.cpu().numpy(), want_q.view(np.uint8))
+    assert q.canaries_intact() and s.canaries_intact()
+
+
 @pytest.mark.parametrize("M,G,m_pad", [(1, 56, 4), (17, 40, 32), (1000, 136, 1008)])
 def test_scale_mn_major_exact(rt, gen, M, G, m_pad):
     src = torch.rand(M, G, device="cuda", generator=gen) + 0.5

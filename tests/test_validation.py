@@ -103,6 +103,29 @@ def test_quantizer_layouts_and_refusals(entries):
         ops.quant_group(entries, x, arr((M, K // 2), "e4m3"), arr((M, 56), "f32"))
 
 
+def test_quantizers_cover_the_pad_tokens_unless_told_not_to(entries):
+    """MN-major scales [K/128, M_pad]: the launch covers the M_pad tokens
+    (pads written as 0) by default, only the M tokens with pad_scales=False
+    (the workspace's 128-row padding, which its GEMMs never store)."""
+    m_pad = 128
+    per_row = K // 16
+    for op, inputs in ((ops.quant_group, lambda: (arr((M, K), "bf16"),)),
+                       (ops.quant_silu_mul, lambda: (arr((M, K), "bf16"), arr((M, K), "bf16")))):
+        def plan(**kw):
+            s = arr((K // 128, m_pad), "f32")
+            if op is ops.quant_group:
+                return op(entries, *inputs(), arr((M, K), "e4m3"), s, **kw)
+            return op(entries, *inputs(), q=arr((M, K), "e4m3"), scale=s, **kw)
+        threads = plan().kernel.threads
+        assert plan().grid == (-(-m_pad * per_row // threads), 1, 1)
+        lean = plan(pad_scales=False)
+        assert lean.grid == (-(-M * per_row // threads), 1, 1) and lean.args["ld_scale"] == m_pad
+        # token-major scales have no pad tokens: the flag changes nothing there
+        tok = ops.quant_group(entries, arr((M, K), "bf16"), arr((M, K), "e4m3"), arr((M, K // 128), "f32"),
+                              pad_scales=False)
+        assert tok.grid == (-(-M * per_row // threads), 1, 1)
+
+
 def test_scale_adapter_capacity(entries):
     with pytest.raises(ValidationError, match="room for 96 tokens"):
         ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 96), "f32"))
