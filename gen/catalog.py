@@ -445,6 +445,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # block mode: the weight scales ride in each stage (cp.async by the
     # producer) instead of being loaded from L2 by the math warps (name: _ws)
     ws_stage: bool = False
+    # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
+    # two temporaries: the K loop built once per split point, so that the
+    # promotion takes compile-time scales instead of a select per 8 columns
+    # (name: _sp; the rendered source specializes wgmma_gemm::SplitPaths)
+    split_paths: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -456,7 +461,8 @@ class W8A8WgmmaSpec(KernelSpec):
     scale_mode: ClassVar[str] = "kScaleBlock"  # wgmma_gemm::ScaleMode
 
     def template_vars(self) -> Dict[str, Any]:
-        return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args())
+        return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
+                    split_paths=self.split_paths)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -481,8 +487,9 @@ class W8A8WgmmaSpec(KernelSpec):
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
         ws = "_ws" if self.ws_stage else ""
+        sp = "_sp" if self.split_paths else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -558,6 +565,9 @@ class W8A8WgmmaSpec(KernelSpec):
                 self.fixed_k < 0 or self.fixed_k % BLOCK_K:
             raise CatalogError(f"{self.name}: a shape-specialized instance fixes both N (a multiple of 8) and K "
                                f"(a multiple of {BLOCK_K}); got N={self.fixed_n}, K={self.fixed_k}")
+        if self.split_paths and (self.scale_mode != "kScaleBlock" or 128 % self.bn == 0 or self.temps != 2):
+            raise CatalogError(f"{self.name}: split_paths specializes the two-temporary block-scaled promotion of "
+                               f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
         if self.fixed_n and self.scale_mode != "kScaleBlock":

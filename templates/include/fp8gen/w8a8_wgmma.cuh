@@ -197,6 +197,42 @@ struct Config {
 template <int BN>
 struct Wgmma;
 
+// Where a straddling tile's columns change weight-scale block. By default
+// each 8-column group of the promotion selects its scale at run time (a
+// compare and two selects per group per block: on the H200 the 128x112
+// tile's math warps issued 194 instructions per K block against 133 for
+// 128x128). An instance whose rendered source specializes SplitPaths to
+// true builds its two-temporary K loop once per split point instead (the
+// 8-column groups before the next scale block), and each tile takes its
+// path once, so the promotion multiplies by scales fixed at compile time.
+// (A trait rather than a Config parameter: a new Config parameter renames
+// every instance's Shim<Config> and so changes every host shim.)
+template <class C>
+struct SplitPaths {
+  static constexpr bool value = false;
+};
+
+// A split point known at compile time: the tile's 8-column groups before
+// the next scale block (-1: chosen per group at run time).
+template <int V>
+struct SplitAt {
+  static constexpr int value = V;
+};
+
+// f(SplitAt<lo>) for lo in STEP, 2 STEP, ..., LAST (LAST: the tile ends
+// before the next scale block); lo is warp-uniform.
+template <int LO, int LAST, int STEP, class F>
+__device__ __forceinline__ void with_split(int lo, F&& f) {
+  if constexpr (LO >= LAST) {
+    f(SplitAt<LAST>{});
+  } else {
+    if (lo == LO)
+      f(SplitAt<LO>{});
+    else
+      with_split<LO + STEP, LAST, STEP>(lo, f);
+  }
+}
+
 #ifndef FP8GEN_HOST_SHIM
 
 // Registers a split tile's sum loads per round from each slice: the largest
@@ -408,6 +444,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   if constexpr (C::MATH_REGS > 0) ptx::setmaxnreg_inc<C::MATH_REGS>();
   constexpr int NACC = C::BN / 2;      // the total's registers per thread
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
+  constexpr bool kSplitPaths = SplitPaths<C>::value;
+  static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS == 2),
+                "split paths: block scales, a straddling tile width, two temporaries");
+  // split points are multiples of gcd(BN, 128) columns
+  constexpr int kSplitStep = ((C::BN & -C::BN) < 128 ? (C::BN & -C::BN) : 128) / 8;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   const int wg_row = wg % C::ROW_WG;   // which 64 rows of the tile
   const int k_lane = wg / C::ROW_WG;   // which K blocks (kb % KSPLIT)
@@ -485,7 +526,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
     // its last chunk, then acc (that chunk's columns) += t * scales.
-    auto retire = [&](int s, int ch, float (&t)[TACC], float sa0, float sa1, float wsc_lo, float wsc_hi) {
+    auto retire = [&](auto split, int s, int ch, float (&t)[C::CHUNK_N / 2], float sa0, float sa1,
+                      float wsc_lo, float wsc_hi) {
+      constexpr int LO = decltype(split)::value;
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       if (ch == C::CHUNKS - 1) {
@@ -501,7 +544,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int c = 0; c < C::CHUNK_N / 8; ++c) {
         // columns n0 + ch * CHUNK_N + 8c .. +7 (scale blocks are 8-column aligned)
-        const bool hi = C::MAY_STRADDLE && n0 + ch * C::CHUNK_N + 8 * c >= boundary;
+        const bool hi = C::MAY_STRADDLE && (LO >= 0 ? ch * (C::CHUNK_N / 8) + c >= LO
+                                                     : n0 + ch * C::CHUNK_N + 8 * c >= boundary);
         const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
         part[4 * c + 0] = fmaf(t[4 * c + 0], s0, part[4 * c + 0]);
         part[4 * c + 1] = fmaf(t[4 * c + 1], s0, part[4 * c + 1]);
@@ -522,48 +566,64 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // then keeps one commit group in flight across the other's promotion
       // instead of serializing the wgmmas). ta takes even steps and tb odd
       // ones: with two chunks, ta is always chunk 0 and tb chunk 1.
-      constexpr int CA = 0, CB = C::CHUNKS - 1, LAST = C::CHUNKS - 1;
-      const int steps = (kb_end - kb_begin) * C::CHUNKS;
-      float ta[TACC], tb[TACC];
-      float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
-      int is = stage;  // the issue cursor runs one step ahead of (stage, phase)
-      uint32_t iph = phase;
-      issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);
-      if (CA == LAST) advance(is, iph);
-      if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);
-      // Every exit waits for all groups on its own path: ptxas must see
-      // that no wgmma is in flight once the loop is left, or it serializes.
-      // (So the two halves stay written out: folding them into one helper
-      // that returns "more" merges the paths, and ptxas 13.0 then injected
-      // waits (C7517) and serialized every wgmma, which the build refuses.)
-      for (int j = 0;; j += 2) {
-        if (j + 1 < steps) {
-          issue(is, iph, CB, tb, b0, b1, wb_lo, wb_hi);
-          advance(is, iph);  // CB is always a block's last chunk
-          if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);
-          ptx::wgmma_wait<1>();
-          retire(stage, CA, ta, a0, a1, wa_lo, wa_hi);
-          if (CA == LAST) advance(stage, phase);
-        } else {
-          ptx::wgmma_wait<0>();
-          retire(stage, CA, ta, a0, a1, wa_lo, wa_hi);
-          if (CA == LAST) advance(stage, phase);
-          break;
-        }
-        if (j + 2 < steps) {
-          issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);
-          if (CA == LAST) advance(is, iph);
-          if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);
-          ptx::wgmma_wait<1>();
-          retire(stage, CB, tb, b0, b1, wb_lo, wb_hi);
-          advance(stage, phase);  // CB is always a block's last chunk
-        } else {
-          ptx::wgmma_wait<0>();
-          retire(stage, CB, tb, b0, b1, wb_lo, wb_hi);
-          advance(stage, phase);
-          break;
-        }
+      // The issue cursor (is, iph) runs one step ahead of (stage, phase);
+      // CB is always a block's last chunk. Every exit waits for all groups
+      // on its own path: ptxas must see that no wgmma is in flight once the
+      // loop is left, or it serializes. (So the two halves stay written out:
+      // folding them into one helper that returns "more" merges the paths,
+      // and ptxas 13.0 then injected waits (C7517) and serialized every
+      // wgmma, which the build refuses.) The loop is a macro so that the
+      // split-paths instances (SplitPaths) can build it once per split point
+      // inside a generic lambda while the others keep it inline: wrapped in
+      // a lambda for every instance it changed what ptxas emitted for 12
+      // cubins that the records timed.
+#define FP8GEN_WGMMA_T2_LOOP(SPLIT)                                                            \
+  constexpr int CA = 0, CB = C::CHUNKS - 1, LAST = C::CHUNKS - 1;                              \
+  const int steps = (kb_end - kb_begin) * C::CHUNKS;                                           \
+  float ta[TACC], tb[TACC];                                                                    \
+  float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;                                            \
+  int is = stage;                                                                              \
+  uint32_t iph = phase;                                                                        \
+  issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);                                                \
+  if (CA == LAST) advance(is, iph);                                                            \
+  if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
+  for (int j = 0;; j += 2) {                                                                   \
+    if (j + 1 < steps) {                                                                       \
+      issue(is, iph, CB, tb, b0, b1, wb_lo, wb_hi);                                            \
+      advance(is, iph);                                                                        \
+      if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);      \
+      ptx::wgmma_wait<1>();                                                                    \
+      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi);                                      \
+      if (CA == LAST) advance(stage, phase);                                                   \
+    } else {                                                                                   \
+      ptx::wgmma_wait<0>();                                                                    \
+      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi);                                      \
+      if (CA == LAST) advance(stage, phase);                                                   \
+      break;                                                                                   \
+    }                                                                                          \
+    if (j + 2 < steps) {                                                                       \
+      issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);                                            \
+      if (CA == LAST) advance(is, iph);                                                        \
+      if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);      \
+      ptx::wgmma_wait<1>();                                                                    \
+      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi);                                      \
+      advance(stage, phase);                                                                   \
+    } else {                                                                                   \
+      ptx::wgmma_wait<0>();                                                                    \
+      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi);                                      \
+      advance(stage, phase);                                                                   \
+      break;                                                                                   \
+    }                                                                                          \
+  }
+      if constexpr (kSplitPaths) {
+        // (8-column groups before the next scale block, or all of them: a
+        // multiple of kSplitStep, since n0 and the boundary both are)
+        const int lo = min((boundary - n0) / 8, C::BN / 8);
+        with_split<kSplitStep, C::BN / 8, kSplitStep>(lo, [&](auto split) { FP8GEN_WGMMA_T2_LOOP(split) });
+      } else {
+        FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
       }
+#undef FP8GEN_WGMMA_T2_LOOP
     } else {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
       // warpgroups overlap each other's promotion.
@@ -585,7 +645,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
-          retire(s, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+          retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi);
         }
         if constexpr (!C::WS_STAGE) {
           wsc_lo = next_lo;
