@@ -197,6 +197,8 @@ struct Config {
 template <int BN>
 struct Wgmma;
 
+#ifndef FP8GEN_HOST_SHIM
+
 // Where a straddling tile's columns change weight-scale block. By default
 // each 8-column group of the promotion selects its scale at run time (a
 // compare and two selects per group per block: on the H200 the 128x112
@@ -232,8 +234,6 @@ __device__ __forceinline__ void with_split(int lo, F&& f) {
       with_split<LO + STEP, LAST, STEP>(lo, f);
   }
 }
-
-#ifndef FP8GEN_HOST_SHIM
 
 // Registers a split tile's sum loads per round from each slice: the largest
 // divisor of the thread's nacc registers with at most 64 loads in flight
@@ -525,7 +525,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
-    // its last chunk, then acc (that chunk's columns) += t * scales.
+    // its last chunk, then acc (that chunk's columns) += t * scales. split:
+    // a SplitAt (t's extent is spelled out: nvcc 13.0's front end crashed on
+    // a generic lambda whose parameter type named the local TACC).
     auto retire = [&](auto split, int s, int ch, float (&t)[C::CHUNK_N / 2], float sa0, float sa1,
                       float wsc_lo, float wsc_hi) {
       constexpr int LO = decltype(split)::value;
