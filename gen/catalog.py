@@ -450,12 +450,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # promotion takes compile-time scales instead of a select per 8 columns
     # (name: _sp; the rendered source specializes wgmma_gemm::SplitPaths)
     split_paths: bool = False
-    # CTAs resident per SM (name: _r2): with 2, the next call's CTAs sit
-    # beside this call's (PDL), so their setup and early weight copies overlap
-    # this call's drain; needs one math warpgroup, no cluster, and stages
-    # that fit half of the SM's shared memory (the rendered source
-    # specializes wgmma_gemm::CtasPerSm)
-    ctas_per_sm: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -494,9 +488,8 @@ class W8A8WgmmaSpec(KernelSpec):
         walk = "m" if self.walk_m else ""
         ws = "_ws" if self.ws_stage else ""
         sp = "_sp" if self.split_paths else ""
-        resident = f"_r{self.ctas_per_sm}" if self.ctas_per_sm > 1 else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{resident}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -549,22 +542,6 @@ class W8A8WgmmaSpec(KernelSpec):
                                "warpgroup waits on every phase of the stages it reads")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
-        if self.ctas_per_sm not in (1, 2):
-            raise CatalogError(f"{self.name}: ctas_per_sm is 1 or 2")
-        if self.ctas_per_sm == 2:
-            if self.math_warpgroups != 1 or self.cluster_m * self.cluster_n * self.cluster_k > 1:
-                raise CatalogError(f"{self.name}: two CTAs per SM need one math warpgroup (bm 64, no ksplit) "
-                                   "and no cluster")
-            if hw.smem_per_sm is None:
-                raise CatalogError(f"{self.name}: two CTAs per SM need [limits] smem_per_sm and "
-                                   f"smem_reserved_per_block in {hw.arch}'s HARDWARE.toml")
-            room = hw.smem_per_sm // 2 - hw.smem_reserved_per_block
-            if self.dynamic_smem > room:
-                raise CatalogError(f"{self.name}: needs {self.dynamic_smem} B of shared memory; two CTAs per SM "
-                                   f"leave {room} B each on {hw.arch}")
-            # wgmma_gemm::math_regs: 65536 / 2 registers per CTA at launch,
-            # the producer warpgroup keeps 40 per thread, the math one the rest
-            math_regs = (65536 // 2 - 128 * 40) // 128 // 8 * 8
         if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1):
             raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split")
         if not 1 <= self.kslices <= 16 or (self.kslices > 1 and self.ksplit > 1):

@@ -39,10 +39,6 @@ class Hardware:
     # table -> [{shape_class, m, us: {instance: us per round-block}}] (gen tune):
     # how the runtime ranks instances for a shape with no rule of its own
     rates: Dict[str, List[Dict[str, Any]]] = dataclasses.field(default_factory=dict)
-    # [limits] shared memory of one SM and what each resident block costs of
-    # it beside its dynamic allocation (instances that put 2 CTAs on an SM)
-    smem_per_sm: Optional[int] = None
-    smem_reserved_per_block: int = 0
 
 
 def load_hardware(arch: str) -> Hardware:
@@ -77,8 +73,6 @@ def load_hardware(arch: str) -> Hardware:
             published=dict(doc.get("published", {})),
             wave_model=dict(doc.get("wave_model", {})),
             rates={k: list(v) for k, v in doc.get("rates", {}).items()},
-            smem_per_sm=doc["limits"].get("smem_per_sm"),
-            smem_reserved_per_block=int(doc["limits"].get("smem_reserved_per_block", 0)),
         )
     except KeyError as e:
         raise CatalogError(f"{path}: missing key {e}") from None

@@ -214,28 +214,6 @@ struct SplitPaths {
   static constexpr bool value = false;
 };
 
-// CTAs resident per SM (the launch bounds' minimum). With 2 (a small tile
-// whose stages fit half of the SM's shared memory, one math warpgroup) the
-// next call's CTAs can be resident beside this call's, so that with PDL
-// their setup and early weight copies run while this call drains, instead
-// of after its CTA leaves the SM. The launch then gives each thread 65536 /
-// (2 x THREADS) registers, and the math warpgroup can take back only what
-// the producer gives up. (A trait, like SplitPaths, so that the other
-// instances' shims keep their names.)
-template <class C>
-struct CtasPerSm {
-  static constexpr int value = 1;
-};
-
-// The math warpgroups' register budget after setmaxnreg (0: keep the launch's).
-template <class C>
-__device__ constexpr int math_regs() {
-  if constexpr (CtasPerSm<C>::value == 1)
-    return C::MATH_REGS;
-  else
-    return (65536 / CtasPerSm<C>::value - 128 * C::PRODUCER_REGS) / (128 * C::MATH_WG) / 8 * 8;
-}
-
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -463,11 +441,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     }
   } else {
   // ---- math warpgroups ----
-  constexpr int kMathRegs = math_regs<C>();
-  static_assert(CtasPerSm<C>::value == 1 || (CtasPerSm<C>::value == 2 && C::MATH_WG == 1 && C::CLUSTER == 1 &&
-                                             C::BN / 2 + C::TEMPS * C::CHUNK_N / 2 <= kMathRegs - 40),
-                "two CTAs per SM: one math warpgroup, no cluster, and its accumulators within the smaller budget");
-  if constexpr (kMathRegs > 0) ptx::setmaxnreg_inc<kMathRegs>();
+  if constexpr (C::MATH_REGS > 0) ptx::setmaxnreg_inc<C::MATH_REGS>();
   constexpr int NACC = C::BN / 2;      // the total's registers per thread
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   constexpr bool kSplitPaths = SplitPaths<C>::value;
