@@ -203,7 +203,20 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
                  out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
                  git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
                  timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
-                 a_rows=getattr(args, "a_rows", "padded"))
+                 a_rows=getattr(args, "a_rows", "padded"), only=_instance_parts(getattr(args, "instances", None),
+                                                                                all_instances))
+
+
+def _instance_parts(text, all_instances: bool) -> tuple:
+    """gen bench --instances: comma-separated parts of instance names."""
+    if text is None:
+        return ()
+    parts = tuple(p.strip() for p in text.split(","))
+    if not all_instances:
+        raise SystemExit("--instances narrows --all-instances; give both")
+    if not parts or any(not p for p in parts):
+        raise SystemExit(f"--instances takes comma-separated parts of instance names, got {text!r}")
+    return parts
 
 
 def cmd_bench(args) -> int:
@@ -248,6 +261,9 @@ def cmd_tune(args) -> int:
         if doc.get("timing", "events") != "events":
             raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
                              "events timing (what a caller sees back to back)")
+        if doc.get("only_instances"):
+            raise SystemExit(f"{record} timed only the instances matching {', '.join(doc['only_instances'])} "
+                             "(gen bench --instances): a table from it would never see the others")
         docs.append(doc)
         names.append(f"{rel or record} (git {doc['git_sha'][:10]}, {doc['date']})")
     from runtime import manifest
@@ -422,6 +438,10 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
     be.add_argument("--all-instances", action="store_true",
                     help="time every built instance of each GEMM family, not only the one the runtime dispatches to")
+    be.add_argument("--instances", metavar="PARTS",
+                    help="with --all-instances, time only the instances whose names contain one of these "
+                         "comma-separated parts (e.g. 128x256,_sp), and the dispatched one as the reference; the "
+                         "record lists them, and gen tune refuses such a partial record")
     be.add_argument("--timing", choices=("events", "kernel"), default="events",
                     help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "
                          "caller sees and what gen tune uses; kernel: the profiler's kernel durations per call, "

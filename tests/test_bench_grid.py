@@ -182,3 +182,39 @@ def test_merge_refuses_records_timed_differently():
     with pytest.raises(ValueError, match="timing"):
         merge([events, kernel])
     assert len(merge([events, dict(head, timing="events", rows=[_row(N=3)])])[0]["rows"]) == 2
+
+
+def test_instances_narrow_an_all_instance_run_and_keep_the_dispatched_reference():
+    from types import SimpleNamespace
+
+    from gen.bench import arms
+
+    names = ["w8a8_wgmma_a_128x256_s3", "w8a8_wgmma_b_128x128_t2", "w8a8_wgmma_c_64x64_t2", "w8a8_wgmma_d_128x80_sp"]
+    rt = SimpleNamespace(entries={"w8a8_wgmma": [SimpleNamespace(name=n, constraints={}) for n in names]},
+                         pick=lambda family, m, n, k: "w8a8_wgmma_c_64x64_t2")
+    ctx = SimpleNamespace(rt=rt, all_instances=True, only=("128x256", "_sp"))
+    assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == [names[0], names[2], names[3]]
+    ctx.only = ()
+    assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == names
+    ctx.all_instances = False
+    assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == ["w8a8_wgmma_c_64x64_t2"]
+    assert arms.unmatched_parts(("128x256", "x999"), names) == ["x999"]
+
+
+def test_gen_bench_instances_needs_all_instances_and_real_parts(tmp_path):
+    from gen.cli import main
+
+    out = str(tmp_path / "b.json")
+    with pytest.raises(SystemExit, match="--all-instances"):
+        main(["bench", "--instances", "128x256", "--out", out])
+    with pytest.raises(SystemExit, match="comma-separated parts"):
+        main(["bench", "--all-instances", "--instances", "128x256,,_sp", "--out", out])
+
+
+def test_a_merge_with_a_partial_part_is_partial():
+    from gen.bench.merge import merge
+
+    a = _record("aaa", [(2112, 7168)], only_instances=["_sp"])
+    doc, _ = merge([_record("bbb", [(4096, 7168)]), a])
+    assert doc["only_instances"] == ["_sp"]
+    assert "only_instances" not in merge([_record("bbb", [(4096, 7168)]), _record("ccc", [(7168, 2048)])])[0]

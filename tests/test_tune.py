@@ -349,3 +349,12 @@ def test_single_scale_tables_rank_shapes_without_rules_better_than_the_class_rul
     geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
     assert len(ranked) >= 200
     assert geo(ranked) <= geo(by_class) and geo(ranked) < 1.01, (geo(ranked), geo(by_class))
+
+
+def test_tune_refuses_a_record_that_timed_some_instances_only(tmp_path):
+    from gen.cli import main
+
+    record = tmp_path / "part.json"
+    record.write_text(json.dumps(_record([], only_instances=["128x256"])))
+    with pytest.raises(SystemExit, match="gen bench --instances"):
+        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])

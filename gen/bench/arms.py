@@ -4,7 +4,7 @@ first; a wrong result is reported and its timing is dropped."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List
+from typing import Callable, List, Tuple
 
 from gen.bench import grid
 from runtime.dispatch import fits_shape
@@ -27,6 +27,9 @@ class Context:
     memory_tbps: float
     families: List[str]
     all_instances: bool = False  # gen tune: time every instance, not only the dispatched one
+    # with all_instances: time only the instances whose names contain one of
+    # these (and the dispatched one, the reference); empty: every instance
+    only: Tuple[str, ...] = ()
     workspace: object = None  # a runtime.Workspace with room for the split-K instances at every point
     rows: List[grid.Row] = dataclasses.field(default_factory=list)
     failures: List[str] = dataclasses.field(default_factory=list)
@@ -68,11 +71,20 @@ def _kernel_name(ctx: Context, family: str, M: int, N: int = 0, K: int = 0) -> s
     return ctx.rt.pick(family, M, N, K) if ctx.rt.entries.get(family) else ""
 
 
+def unmatched_parts(only, names) -> List[str]:
+    """The parts of `only` (gen bench --instances) that no name contains."""
+    return [part for part in only if not any(part in n for n in names)]
+
+
 def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
     if family not in ctx.rt.entries:
         return []
     if ctx.all_instances:  # (a shape-specialized instance only at its own shape)
-        return [e.name for e in ctx.rt.entries[family] if fits_shape(e, N, K)]
+        names = [e.name for e in ctx.rt.entries[family] if fits_shape(e, N, K)]
+        if ctx.only:
+            picked = _kernel_name(ctx, family, M, N, K)
+            names = [n for n in names if n == picked or any(part in n for part in ctx.only)]
+        return names
     return [_kernel_name(ctx, family, M, N, K)]
 
 

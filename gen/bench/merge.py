@@ -66,5 +66,10 @@ def merge(docs: List[Dict]) -> Tuple[Dict, int]:
             rows.append(row)
         runs += _runs(doc)
     merged = dict(first, rows=rows, runs=runs)
+    # any part timed a subset of the instances (gen bench --instances): so does the whole
+    only = sorted({part for doc in docs for part in doc.get("only_instances", [])})
+    merged.pop("only_instances", None)
+    if only:
+        merged["only_instances"] = only
     validate_record(merged)
     return merged, repeated

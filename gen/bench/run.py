@@ -26,8 +26,11 @@ def _progress(done: int, total: int, what: str) -> None:
 
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-          all_instances: bool = False, timing: str = "events", pdl: str = "auto", a_rows: str = "padded") -> int:
-    """Times the grid; returns 1 if any arm was wrong. pdl: "on", "off" or
+          all_instances: bool = False, timing: str = "events", pdl: str = "auto", a_rows: str = "padded",
+          only: Tuple[str, ...] = ()) -> int:
+    """Times the grid; returns 1 if any arm was wrong. only (with
+    all_instances): time the instances whose names contain one of these
+    strings, and the dispatched one; the record says so. pdl: "on", "off" or
     "auto" (on for events timing, off for kernel timing: each kernel-timed
     call follows an L2 flush kernel, and with PDL the GEMM would start during
     that kernel and its measured duration would include the wait for it)."""
@@ -37,15 +40,20 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
         raise ValueError(f"pdl is auto, on or off, not {pdl!r}")
     if a_rows not in arms.A_ROWS:
         raise ValueError(f"a_rows is one of {', '.join(arms.A_ROWS)}, not {a_rows!r}")
+    if only and not all_instances:
+        raise ValueError("only narrows all_instances (without it the dispatched instance alone is timed)")
+    if any(not part for part in only):
+        raise ValueError("only takes non-empty parts of instance names")
     no_pdl = knobs().no_pdl or pdl == "off" or (pdl == "auto" and timing == "kernel")
     with override(no_pdl=no_pdl):
         return _bench(arch=arch, shapes=shapes, ms=ms, families=families, out=out, md=md, png=png,
-                      git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing, a_rows=a_rows)
+                      git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing, a_rows=a_rows,
+                      only=tuple(only))
 
 
 def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
            out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-           all_instances: bool, timing: str, a_rows: str) -> int:
+           all_instances: bool, timing: str, a_rows: str, only: Tuple[str, ...]) -> int:
     import torch
 
     import runtime
@@ -59,13 +67,16 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
     rt = runtime.load(torch.cuda.current_device())
     if rt.arch != arch:
         raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
+    unmatched = arms.unmatched_parts(only, [e.name for f in families for e in rt.entries.get(f, [])])
+    if unmatched:
+        raise SystemExit(f"--instances: no built instance of the timed families contains {', '.join(unmatched)}")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
     roof = hw.roofline
     ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
                        peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                       families=families, all_instances=all_instances,
+                       families=families, all_instances=all_instances, only=only,
                        # room for the split-K instances at the largest point (only they use it)
                        workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
                        if "w8a8_wgmma" in families else None,
@@ -100,6 +111,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            "pdl": not knobs().no_pdl, "timing": timing,
            # the fast arms' activation rows (arms.Context.a_rows)
            "a_rows": a_rows, "rows": [r.__dict__ for r in ctx.rows]}
+    if only:  # a partial all-instance record: gen tune refuses it
+        doc["only_instances"] = list(only)
     report.write_json(doc, out)
     table = report.markdown(doc, hw.published)
     if md:
