@@ -77,9 +77,12 @@ def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:
     unsplit one before a K-slicing twin (only a measurement, through the
     table, prefers those), then the one without a CTA cluster (a 2-CTA pair
     along M leaves one CTA idle when a single tile row covers m, and the
-    rule cannot tell)."""
+    rule cannot tell); last the name, so that twins the rule cannot tell
+    apart (a walk order, where the weight scales are read) give one pick
+    whatever the candidates' order."""
     by_bm = sorted(candidates, key=lambda e: (tile_rows(e), -tile_cols(e), bool(e.constraints.get("fixed_n")),
-                                              int(e.constraints.get("k_slices", 1)), math.prod(e.cluster)))
+                                              int(e.constraints.get("k_slices", 1)), math.prod(e.cluster),
+                                              e.name))
     for e in by_bm:
         if tile_rows(e) >= m:
             return e
