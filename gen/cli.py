@@ -214,7 +214,7 @@ def _instance_parts(text, all_instances: bool) -> tuple:
     parts = tuple(p.strip() for p in text.split(","))
     if not all_instances:
         raise SystemExit("--instances narrows --all-instances; give both")
-    if not parts or any(not p for p in parts):
+    if any(not p for p in parts):
         raise SystemExit(f"--instances takes comma-separated parts of instance names, got {text!r}")
     return parts
 
