@@ -218,3 +218,13 @@ def test_a_merge_with_a_partial_part_is_partial():
     doc, _ = merge([_record("bbb", [(4096, 7168)]), a])
     assert doc["only_instances"] == ["_sp"]
     assert "only_instances" not in merge([_record("bbb", [(4096, 7168)]), _record("ccc", [(7168, 2048)])])[0]
+
+
+def test_bench_rests_before_a_point_that_follows_heavier_work():
+    from gen.bench.timing import needs_rest
+
+    assert not needs_rest(None, (7168, 2048, 16))  # the first point
+    assert not needs_rest((7168, 2048, 16), (7168, 2048, 64))  # M ascending: as hot as the last
+    assert needs_rest((7168, 2048, 8192), (4096, 7168, 16))  # a new shape after its largest M
+    assert needs_rest((7168, 2048, 8192), (4096, 7168, 8192))  # any shape switch
+    assert needs_rest((7168, 2048, 8192), (7168, 2048, 16))  # a step down in M
