@@ -283,7 +283,7 @@ def cmd_tune(args) -> int:
     if left_out:
         print(f"left out {left_out} row(s) that no record timed on today's binaries", file=sys.stderr)
     how = "" if len(docs) == 1 else (f"{len(docs)} records combined (each row's times on today's binaries, "
-                                     "over each record's factor at the point, geometric mean): ")
+                                     "over each record's factor at the point, fitted per point: tune.point_times): ")
     provenance = f"measured: {docs[0]['gpu']}, {how}{'; '.join(names)} (gen tune)"
     rows, gone = tune.built_only(combined, {e.name for e in entries})
     if gone:

@@ -358,3 +358,24 @@ def test_tune_refuses_a_record_that_timed_some_instances_only(tmp_path):
     record.write_text(json.dumps(_record([], only_instances=["128x256"])))
     with pytest.raises(SystemExit, match="gen bench --instances"):
         main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])
+
+
+def test_a_record_of_other_points_does_not_undo_the_factors_at_a_point():
+    """Records 1 and 2 time point P (record 2 is 2x slower as a whole and
+    alone times `c`); record 3 times only another M. At P each record's
+    factor still comes from the rows both P-records timed (b, p), so `c`
+    keeps its place under `a` that record 2 gave it; record 3 changes nothing
+    there. (Before, factors came only from rows all three records timed:
+    none, so c's slow run counted against it.)"""
+    first = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+             row("cublaslt_block", "p", 64, 4096, 1024, 3.0)]
+    second = [row("w8a8_wgmma", "b", 64, 4096, 1024, 4.0), row("cublaslt_block", "p", 64, 4096, 1024, 6.0),
+              row("w8a8_wgmma", "c", 64, 4096, 1024, 1.8)]
+    other_m = [row("w8a8_wgmma", "a", 128, 4096, 1024, 5.0), row("cublaslt_block", "p", 128, 4096, 1024, 7.0)]
+    combined, left_out = tune.combine([_record(first), _record(second), _record(other_m)])
+    us = {(r["kernel"], r["M"]): r["us"] for r in combined}
+    assert left_out == 0
+    assert us[("c", 64)] / us[("b", 64)] == pytest.approx(1.8 / 4.0)
+    assert us[("a", 64)] / us[("b", 64)] == pytest.approx(1.0 / 2.0)
+    assert us[("a", 128)] == pytest.approx(5.0)
+    assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "c"

@@ -67,13 +67,13 @@ def combine(docs: List[Dict], timed_today: Optional[Callable[[int, Dict], bool]]
     instances at a point often differ by less than the run-to-run spread).
 
     A whole run can be slower or faster (clock, power); that factor scales
-    every row of the run at a point alike. So each record's times at a point
-    are divided by the record's factor there: the geometric mean, in that
-    record, of the rows every record timed at the point. Each row's time is
-    then the geometric mean of its divided times over the records that timed
-    it, times the mean factor. Where every record timed every row this is
-    the plain geometric mean of each row's times; a row some records lack
-    (an instance added or rebuilt since) still compares fairly.
+    every row of the run at a point alike. So at each point the records
+    that timed it get a factor each, fitted together with the rows' times
+    (point_times), and a row's time is its times with their records'
+    factors taken out. Where every record timed every row this is the plain
+    geometric mean of each row's times; a row some records lack (an
+    instance added or rebuilt since) still compares fairly, and records of
+    other M or shapes have no say at the point.
 
     timed_today(i, row) says whether record i timed the binary built today
     (see binaries_timed); a time on an older binary is not used. A row no
@@ -94,21 +94,50 @@ def combine(docs: List[Dict], timed_today: Optional[Callable[[int, Dict], bool]]
     point = lambda k: (k[0], k[3], k[4], k[5])
     today = timed_today or (lambda i, r: True)
     tables = [{key(r): r for r in doc["rows"] if today(i, r)} for i, doc in enumerate(docs)]
-    common: Dict[Tuple, List[Tuple]] = collections.defaultdict(list)  # point -> rows every record timed
-    for k in set.intersection(*(set(t) for t in tables)):
-        common[point(k)].append(k)
-    factors = {p: [geomean([t[k]["us"] for k in ks]) for t in tables] for p, ks in common.items()}
+    at: Dict[Tuple, Dict[Tuple, Dict[int, float]]] = collections.defaultdict(dict)  # point -> row -> {record: us}
+    for i, t in enumerate(tables):
+        for k, r in t.items():
+            at[point(k)].setdefault(k, {})[i] = r["us"]
+    combined_us: Dict[Tuple, float] = {}
+    for times in at.values():
+        combined_us.update(point_times(times))
     rows, seen = [], set()
     for t in tables:
         for k, r in t.items():
-            if k in seen:
-                continue
-            seen.add(k)
-            f = factors.get(point(k), [1.0] * len(tables))
-            us = geomean([u[k]["us"] / f[i] for i, u in enumerate(tables) if k in u]) * geomean(f)
-            rows.append(dict(r, us=us))
+            if k not in seen:
+                seen.add(k)
+                rows.append(dict(r, us=combined_us[k]))
     everything = {key(r) for doc in docs for r in doc["rows"]}
     return rows, len(everything - seen)
+
+
+def point_times(times: Dict[Tuple, Dict[int, float]], *, sweeps: int = 500) -> Dict[Tuple, float]:
+    """{row: {record: us}} at one point -> {row: us}: log us = record's
+    factor + row's time, least squares over every time given (each record's
+    factor set by all the rows it shares with the others, not only by the
+    rows every record timed, which records of older binaries cut to the
+    peers), factors centred on 0. Block coordinate descent: each sweep sets
+    every row's time, then every factor, to the mean of what the other side
+    leaves; records that share no row keep factor 0 between them."""
+    logs = {k: {i: math.log(us) for i, us in by.items()} for k, by in times.items()}
+    records = sorted({i for by in logs.values() for i in by})
+    factor = {i: 0.0 for i in records}
+    row = {k: 0.0 for k in logs}
+    of_record: Dict[int, List[Tuple]] = {i: [k for k, by in logs.items() if i in by] for i in records}
+    for _ in range(sweeps):
+        for k, by in logs.items():
+            row[k] = sum(v - factor[i] for i, v in by.items()) / len(by)
+        moved = 0.0
+        for i in records:
+            new = sum(logs[k][i] - row[k] for k in of_record[i]) / len(of_record[i])
+            moved = max(moved, abs(new - factor[i]))
+            factor[i] = new
+        centre = sum(factor.values()) / len(records)
+        for i in records:
+            factor[i] -= centre
+        if moved < 1e-10:
+            break
+    return {k: math.exp(sum(v - factor[i] for i, v in by.items()) / len(by)) for k, by in logs.items()}
 
 
 def manifest_at(sha: str, arch: str) -> Dict[str, str]:
