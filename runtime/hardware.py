@@ -36,6 +36,8 @@ class Hardware:
     published: Dict[str, Any] = dataclasses.field(default_factory=dict)
     # gen tune's model between measured M ([wave_model]: sm_count, call_cost_us)
     wave_model: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    # gen bench's settings measured on this arch's GPU ([bench]: rest_s)
+    bench: Dict[str, Any] = dataclasses.field(default_factory=dict)
     # table -> [{shape_class, m, us: {instance: us per round-block}}] (gen tune):
     # how the runtime ranks instances for a shape with no rule of its own
     rates: Dict[str, List[Dict[str, Any]]] = dataclasses.field(default_factory=dict)
@@ -72,6 +74,7 @@ def load_hardware(arch: str) -> Hardware:
             specialize={k: list(v) for k, v in doc.get("specialize", {}).items()},
             published=dict(doc.get("published", {})),
             wave_model=dict(doc.get("wave_model", {})),
+            bench=dict(doc.get("bench", {})),
             rates={k: list(v) for k, v in doc.get("rates", {}).items()},
         )
     except KeyError as e:

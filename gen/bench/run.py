@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from gen.bench import arms, report
-from gen.bench.timing import REST_S, kernel_us, needs_rest, rest, time_us
+from gen.bench.timing import kernel_us, needs_rest, rest, time_us
 
 # --timing: "events" (what a caller sees back to back; the record the
 # dispatch tables come from) or "kernel" (device time per call, the way
@@ -86,6 +86,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
         + [("gemm", s, m) for s in shapes for m in ms]
     shape_inputs = None
     last_gemm = None  # the previous GEMM point (N, K, M)
+    rest_s = float(hw.bench.get("rest_s", 0.0))
     for i, (kind, shape, m) in enumerate(steps):
         _progress(i, len(steps), f"{kind} {shape or ''} {m or ''}")
         if kind == "copy" and ctx.want("copy"):
@@ -99,8 +100,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
                 shape_inputs = None
                 torch.cuda.empty_cache()
                 shape_inputs = arms.ShapeInputs(ctx, *shape)
-            if needs_rest(last_gemm, (*shape, m)):
-                rest(torch)
+            if rest_s > 0 and needs_rest(last_gemm, (*shape, m)):
+                rest(torch, rest_s)
             last_gemm = (*shape, m)
             arms.gemm_point(ctx, shape_inputs, m)
     _progress(len(steps), len(steps), "done")
@@ -117,7 +118,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            "a_rows": a_rows,
            # seconds the GPU idled before a GEMM point after a shape switch or
            # a step down in M (timing.needs_rest); records without it did not
-           "rest_s": REST_S,
+           "rest_s": rest_s,
            "rows": [r.__dict__ for r in ctx.rows]}
     if only:  # a partial all-instance record: gen tune refuses it
         doc["only_instances"] = list(only)

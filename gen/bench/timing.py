@@ -40,14 +40,10 @@ def time_us(torch, calls: Sequence[Callable[[], None]], *, batch: int = 20, batc
     return statistics.median(samples)
 
 
-# After a power-capped stretch (a shape's largest points) the SM clock stays
-# low for a while: on the H200 (2026-11-30, after 1 s of cuBLASLt block
-# calls at M = 8192) the dispatched wgmma at 4096x7168 M=16 took 12.4 us
-# in its first batches and 11.1 from about 130 ms on; cuBLASLt 20.9 against
-# 16.7 for its first 75 ms. After a 0.3 s rest both ran their rested times
-# from the first batch. Without the rest the arm timed first after a shape
-# switch (fp8gen's) paid most of it: 3-16 % at M = 16 in dispatched records.
-REST_S = 0.3
+# After a shape's largest points the power cap holds the SM clock down for
+# a while, and whatever is timed first after that pays for it; gen bench
+# rests the GPU before such points (HARDWARE.toml [bench] rest_s, measured
+# per GPU: 0, no rest, where it is absent).
 
 
 def needs_rest(previous, point) -> bool:
@@ -60,7 +56,7 @@ def needs_rest(previous, point) -> bool:
     return previous[:2] != point[:2] or point[2] < previous[2]
 
 
-def rest(torch, seconds: float = REST_S) -> None:
+def rest(torch, seconds: float) -> None:
     """Lets the GPU's clock recover: finish the queued work, then idle."""
     torch.cuda.synchronize()
     time.sleep(seconds)
