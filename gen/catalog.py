@@ -416,10 +416,7 @@ class W8A8WgmmaSpec(KernelSpec):
     MMAs run while the last one is promoted. With n_chunks 2, the tile's
     columns are two MMA groups with a half-width temporary each, so that a
     wide tile (fewer L2 bytes per MMA) still fits its temporaries beside the
-    total (128x256: 128 + 64 registers per thread); with n_chunks 4 and
-    temps 2, four quarter-width groups alternate between two temporaries
-    (128x256: 128 + 2 x 32), so that the wide tile's promotion also
-    overlaps its own warpgroup's next MMAs."""
+    total (128x256: 128 + 64 registers per thread)."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
@@ -551,10 +548,8 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: kslices is 1..16, and K is split across CTAs or warpgroups, not both")
         if self.kslices > 1 and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: K slices are built for the block-scaled family only")
-        if self.n_chunks not in (1, 2, 4) or (self.n_chunks > 1 and (self.ksplit > 1 or self.bn % (8 * self.n_chunks))) \
-                or (self.n_chunks == 4 and self.temps != 2):
-            raise CatalogError(f"{self.name}: n_chunks is 1, or 2 or 4 (4 with two temporaries) without a K split "
-                               "and with bn a multiple of 8 x n_chunks")
+        if self.n_chunks not in (1, 2) or (self.n_chunks > 1 and (self.ksplit > 1 or self.bn % 16)):
+            raise CatalogError(f"{self.name}: n_chunks is 1, or 2 without a K split and with bn a multiple of 16")
         if self.out_boxes and (self.bn % 64 or self.bn // 64 % self.out_boxes):
             raise CatalogError(f"{self.name}: out_boxes must divide bn/64 (a TMA-store epilogue: bn % 64 == 0)")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):

@@ -177,9 +177,8 @@ struct Config {
                 "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
   static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
-  static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1) || (CHUNKS == 4 && KSPLIT == 1 && TEMPS == 2)) &&
-                    CHUNK_N % 8 == 0,
-                "one, two or (with two temporaries) four column chunks, no K split, each a wgmma N");
+  static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
+                "one or two column chunks (no K split), each a wgmma N");
   static_assert(PAIR == 1 || (PAIR == 2 && KSPLIT == 1 && SLICES == 1),
                 "a 2-CTA cluster (one dimension), without a K split");
   static_assert(CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && PAIR == 1 && KSPLIT == 1 && SLICES == 1),
@@ -618,57 +617,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       break;                                                                                   \
     }                                                                                          \
   }
-      if constexpr (C::CHUNKS == 4) {
-        // Four column chunks, two temporaries (a 128x256 tile in 64-wide
-        // chunks: 128 + 2 x 32 registers): the same alternation as above,
-        // unrolled by a block's four steps, so that ta always takes chunks
-        // 0 and 2 and tb chunks 1 and 3 of the same stage. A block's weight
-        // scales (non-WS) are loaded once, with its chunk 0, and copied.
-        const int steps = (kb_end - kb_begin) * 4;
-        float ta[TACC], tb[TACC];
-        float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
-        int is = stage;
-        uint32_t iph = phase;
-        issue(is, iph, 0, ta, a0, a1, wa_lo, wa_hi);
-        if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);
-        // (The exit after chunk 0 is never taken, steps being a multiple
-        // of 4; without it ptxas 13.0 serialized every wgmma (C7514), as
-        // with the loop above, whose exits it needs to see on each path.)
-        for (int j = 0;; j += 4) {
-          if (j + 1 < steps) {
-            issue(is, iph, 1, tb, b0, b1, wb_lo, wb_hi);
-            if constexpr (!C::WS_STAGE) {
-              wb_lo = wa_lo;
-              wb_hi = wa_hi;
-            }
-            ptx::wgmma_wait<1>();
-            retire(SplitAt<-1>{}, stage, 0, ta, a0, a1, wa_lo, wa_hi);
-          } else {
-            ptx::wgmma_wait<0>();
-            retire(SplitAt<-1>{}, stage, 0, ta, a0, a1, wa_lo, wa_hi);
-            break;
-          }
-          issue(is, iph, 2, ta, a0, a1, wa_lo, wa_hi);
-          ptx::wgmma_wait<1>();
-          retire(SplitAt<-1>{}, stage, 1, tb, b0, b1, wb_lo, wb_hi);
-          issue(is, iph, 3, tb, b0, b1, wb_lo, wb_hi);
-          advance(is, iph);
-          ptx::wgmma_wait<1>();
-          retire(SplitAt<-1>{}, stage, 2, ta, a0, a1, wa_lo, wa_hi);
-          if (j + 4 < steps) {
-            issue(is, iph, 0, ta, a0, a1, wa_lo, wa_hi);
-            if constexpr (!C::WS_STAGE) w_scales(kb_begin + j / 4 + 1, wa_lo, wa_hi);
-            ptx::wgmma_wait<1>();
-            retire(SplitAt<-1>{}, stage, 3, tb, b0, b1, wb_lo, wb_hi);
-            advance(stage, phase);
-          } else {
-            ptx::wgmma_wait<0>();
-            retire(SplitAt<-1>{}, stage, 3, tb, b0, b1, wb_lo, wb_hi);
-            advance(stage, phase);
-            break;
-          }
-        }
-      } else if constexpr (kSplitPaths) {
+      if constexpr (kSplitPaths) {
         // (8-column groups before the next scale block, or all of them: a
         // multiple of kSplitStep, since n0 and the boundary both are)
         const int lo = min((boundary - n0) / 8, C::BN / 8);
