@@ -228,3 +228,10 @@ def test_bench_rests_before_a_point_that_follows_heavier_work():
     assert needs_rest((7168, 2048, 8192), (4096, 7168, 16))  # a new shape after its largest M
     assert needs_rest((7168, 2048, 8192), (4096, 7168, 8192))  # any shape switch
     assert needs_rest((7168, 2048, 8192), (7168, 2048, 16))  # a step down in M
+
+
+def test_the_h200_rest_is_declared_where_per_arch_numbers_live():
+    from runtime.hardware import load_hardware
+
+    assert load_hardware("sm_90a").bench["rest_s"] > 0  # measured on the H200 (HARDWARE.toml [bench])
+    assert load_hardware("sm_89").bench.get("rest_s", 0.0) == 0.0  # not measured there: no rest

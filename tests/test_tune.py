@@ -379,3 +379,16 @@ def test_a_record_of_other_points_does_not_undo_the_factors_at_a_point():
     assert us[("a", 64)] / us[("b", 64)] == pytest.approx(1.0 / 2.0)
     assert us[("a", 128)] == pytest.approx(5.0)
     assert tune.derive_dispatch(combined)["w8a8_wgmma"][0]["instance"] == "c"
+
+
+def test_point_factors_link_records_that_share_rows_pairwise_only():
+    """Three records at one point, each 2x the last as a whole; 1 and 2
+    share `x`, 2 and 3 share `y`, no row is in all three. The fit carries
+    the factors along the chain, so `z` (record 3 only) and `w` (record 1
+    only) compare as if one run had timed them: z = 3.0 in record 3 is 0.75
+    of y there, w = 1.5 in record 1 is 1.5x x there."""
+    times = {"w": {0: 1.5}, "x": {0: 1.0, 1: 2.0}, "y": {1: 4.0, 2: 8.0}, "z": {2: 6.0}}
+    us = tune.point_times(times)
+    assert us["w"] / us["x"] == pytest.approx(1.5)
+    assert us["y"] / us["x"] == pytest.approx(2.0)
+    assert us["z"] / us["y"] == pytest.approx(0.75)
