@@ -261,11 +261,15 @@ def cmd_tune(args) -> int:
         if doc.get("timing", "events") != "events":
             raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
                              "events timing (what a caller sees back to back)")
-        if doc.get("only_instances"):
-            raise SystemExit(f"{record} timed only the instances matching {', '.join(doc['only_instances'])} "
-                             "(gen bench --instances): a table from it would never see the others")
         docs.append(doc)
-        names.append(f"{rel or record} (git {doc['git_sha'][:10]}, {doc['date']})")
+        only = f", instances {', '.join(doc['only_instances'])}" if doc.get("only_instances") else ""
+        names.append(f"{rel or record} (git {doc['git_sha'][:10]}, {doc['date']}{only})")
+    try:
+        docs, narrowed = tune.beside_full(docs)
+    except ValueError as e:
+        raise SystemExit(f"cannot tune from these records: {e}") from None
+    if narrowed:
+        print(f"left out {narrowed} row(s) of partial records at points no full record timed", file=sys.stderr)
     from runtime import manifest
 
     _, entries = manifest.load(manifest_path(args.arch))
@@ -441,7 +445,7 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--instances", metavar="PARTS",
                     help="with --all-instances, time only the instances whose names contain one of these "
                          "comma-separated parts (e.g. 128x256,_sp), and the dispatched one as the reference; the "
-                         "record lists them, and gen tune refuses such a partial record")
+                         "record lists them; gen tune takes such a partial record only beside full ones")
     be.add_argument("--timing", choices=("events", "kernel"), default="events",
                     help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "
                          "caller sees and what gen tune uses; kernel: the profiler's kernel durations per call, "

@@ -351,13 +351,38 @@ def test_single_scale_tables_rank_shapes_without_rules_better_than_the_class_rul
     assert geo(ranked) <= geo(by_class) and geo(ranked) < 1.01, (geo(ranked), geo(by_class))
 
 
-def test_tune_refuses_a_record_that_timed_some_instances_only(tmp_path):
+def test_tune_refuses_records_that_all_timed_some_instances_only(tmp_path):
     from gen.cli import main
 
-    record = tmp_path / "part.json"
-    record.write_text(json.dumps(_record([], only_instances=["128x256"])))
+    parts = []
+    for name in ("part.json", "part2.json"):
+        parts += ["--record", str(tmp_path / name)]
+        (tmp_path / name).write_text(json.dumps(_record([], only_instances=["128x256"])))
     with pytest.raises(SystemExit, match="gen bench --instances"):
-        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])
+        main(["tune", "--arch", "sm_90a", "--from-record", parts[0], parts[1]])
+    with pytest.raises(SystemExit, match="gen bench --instances"):
+        main(["tune", "--arch", "sm_90a", "--from-record", *parts])
+
+
+def test_a_partial_record_adds_timings_only_where_a_full_record_timed():
+    """The full record times a, b and the peer p at M=64 and M=128; the
+    partial one (c, a new instance, with the dispatched b and p) at M=64 and
+    at M=256, which no full record timed. c joins at M=64 on the full
+    record's scale (the partial run was 2x slower as a whole) and wins there;
+    M=256 is left out, where a and b were never timed beside c."""
+    full = [row("w8a8_wgmma", "a", 64, 4096, 1024, 1.0), row("w8a8_wgmma", "b", 64, 4096, 1024, 2.0),
+            row("cublaslt_block", "p", 64, 4096, 1024, 3.0),
+            row("w8a8_wgmma", "a", 128, 4096, 1024, 2.0), row("cublaslt_block", "p", 128, 4096, 1024, 5.0)]
+    part = [row("w8a8_wgmma", "b", 64, 4096, 1024, 4.0), row("cublaslt_block", "p", 64, 4096, 1024, 6.0),
+            row("w8a8_wgmma", "c", 64, 4096, 1024, 1.6), row("w8a8_wgmma", "c", 256, 4096, 1024, 3.0),
+            row("cublaslt_block", "p", 256, 4096, 1024, 9.0)]
+    docs, dropped = tune.beside_full([_record(full), _record(part, only_instances=["c"])])
+    assert dropped == 2 and docs[0]["rows"] == full
+    combined, _ = tune.combine(docs)
+    us = {(r["kernel"], r["M"]): r["us"] for r in combined}
+    assert (("c", 256) not in us) and us[("c", 64)] / us[("a", 64)] == pytest.approx(0.8)
+    table = tune.derive_dispatch(combined)["w8a8_wgmma"]
+    assert [r["instance"] for r in table if "n" in r] == ["c", "a"]  # the shape's rules: c at M=64, a above
 
 
 def test_a_record_of_other_points_does_not_undo_the_factors_at_a_point():

@@ -120,7 +120,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # a step down in M (timing.needs_rest); records without it did not
            "rest_s": rest_s,
            "rows": [r.__dict__ for r in ctx.rows]}
-    if only:  # a partial all-instance record: gen tune refuses it
+    if only:  # a partial all-instance record: gen tune takes it only beside full ones
         doc["only_instances"] = list(only)
     report.write_json(doc, out)
     table = report.markdown(doc, hw.published)

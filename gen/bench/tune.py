@@ -111,6 +111,29 @@ def combine(docs: List[Dict], timed_today: Optional[Callable[[int, Dict], bool]]
     return rows, len(everything - seen)
 
 
+def beside_full(docs: List[Dict]) -> Tuple[List[Dict], int]:
+    """Partial records (gen bench --instances: some instances, the
+    dispatched one and the peers) add timings beside full all-instance
+    records: each keeps only the GEMM points some full record timed, so
+    that at every point a table picks from, every instance was timed; the
+    fitted factors (point_times) put their rows on the full records' scale
+    through the rows they share. Returns the records (partial ones narrowed)
+    and how many rows were left out; refuses when every record is partial."""
+    full = [d for d in docs if not d.get("only_instances")]
+    if not full:
+        raise ValueError("every record timed only some instances (gen bench --instances): a table from them would "
+                         "never see the others; give one or more full all-instance records beside them")
+    at = {(r["op"], r["M"], r["N"], r["K"]) for d in full for r in d["rows"] if r["op"] == "gemm"}
+    out, dropped = [], 0
+    for d in docs:
+        if d.get("only_instances"):
+            keep = [r for r in d["rows"] if r["op"] != "gemm" or (r["op"], r["M"], r["N"], r["K"]) in at]
+            dropped += len(d["rows"]) - len(keep)
+            d = dict(d, rows=keep)
+        out.append(d)
+    return out, dropped
+
+
 def point_times(times: Dict[Tuple, Dict[int, float]], *, sweeps: int = 500) -> Dict[Tuple, float]:
     """{row: {record: us}} at one point -> {row: us}: log us = record's
     factor + row's time, least squares over every time given (each record's
