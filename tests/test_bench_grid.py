@@ -192,10 +192,12 @@ def test_instances_narrow_an_all_instance_run_and_keep_the_dispatched_reference(
     names = ["w8a8_wgmma_a_128x256_s3", "w8a8_wgmma_b_128x128_t2", "w8a8_wgmma_c_64x64_t2", "w8a8_wgmma_d_128x80_sp"]
     rt = SimpleNamespace(entries={"w8a8_wgmma": [SimpleNamespace(name=n, constraints={}) for n in names]},
                          pick=lambda family, m, n, k: "w8a8_wgmma_c_64x64_t2")
-    ctx = SimpleNamespace(rt=rt, all_instances=True, only=("128x256", "_sp"))
+    ctx = SimpleNamespace(rt=rt, all_instances=True, only=("128x256", "_sp"), order_seed=None)
     assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == [names[0], names[2], names[3]]
     ctx.only = ()
     assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == names
+    ctx.order_seed = 0  # (gen bench's: the same instances, in the point's drawn order)
+    assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == arms.point_order(names, 0, 64, 7168, 2048)
     ctx.all_instances = False
     assert arms._instances(ctx, "w8a8_wgmma", 64, 7168, 2048) == ["w8a8_wgmma_c_64x64_t2"]
     assert arms.unmatched_parts(("128x256", "x999"), names) == ["x999"]
@@ -235,3 +237,15 @@ def test_the_h200_rest_is_declared_where_per_arch_numbers_live():
 
     assert load_hardware("sm_90a").bench["rest_s"] > 0  # measured on the H200 (HARDWARE.toml [bench])
     assert load_hardware("sm_89").bench.get("rest_s", 0.0) == 0.0  # not measured there: no rest
+
+
+def test_all_instance_runs_time_each_point_in_its_own_drawn_order():
+    from gen.bench.arms import point_order
+
+    names = [f"i{j}" for j in range(12)]
+    a = point_order(names, 0, 4096, 7168, 7168)
+    assert sorted(a) == sorted(names) and a != names  # a permutation, not the manifest's order
+    assert point_order(names, 0, 4096, 7168, 7168) == a  # the same for the same seed and point
+    assert point_order(names, 0, 8192, 7168, 7168) != a  # another at another point
+    assert point_order(names, 1, 4096, 7168, 7168) != a  # and under another seed
+    assert point_order(names, None, 4096, 7168, 7168) == names  # no seed: as given

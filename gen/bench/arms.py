@@ -4,7 +4,8 @@ first; a wrong result is reported and its timing is dropped."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List, Tuple
+import random
+from typing import Callable, List, Optional, Tuple
 
 from gen.bench import grid
 from runtime.dispatch import fits_shape
@@ -43,6 +44,11 @@ class Context:
     # to a multiple of 128, as runtime.Workspace hands them to rt.linear) or
     # "exact" (M rows; a partial last tile row is then zero-filled by TMA)
     a_rows: str = "padded"
+    # with all_instances: each point times the instances in an order drawn
+    # from this seed and the point (None: the manifest's order), so that
+    # where one run's time drifts along its sequence (the power cap at large
+    # M), records combined by gen tune do not all favour the same instances
+    order_seed: Optional[int] = None
 
     def want(self, impl: str) -> bool:
         return impl in self.families
@@ -76,6 +82,17 @@ def unmatched_parts(only, names) -> List[str]:
     return [part for part in only if not any(part in n for n in names)]
 
 
+def point_order(names: List[str], seed: Optional[int], M: int, N: int, K: int) -> List[str]:
+    """The order in which a point's instances are timed: a permutation drawn
+    from the seed and the point (the same every run with that seed), or the
+    given order without a seed."""
+    if seed is None:
+        return list(names)
+    order = list(names)
+    random.Random(f"{seed}:{M}:{N}:{K}").shuffle(order)
+    return order
+
+
 def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
     if family not in ctx.rt.entries:
         return []
@@ -84,7 +101,7 @@ def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
         if ctx.only:
             picked = _kernel_name(ctx, family, M, N, K)
             names = [n for n in names if n == picked or any(part in n for part in ctx.only)]
-        return names
+        return point_order(names, ctx.order_seed, M, N, K)
     return [_kernel_name(ctx, family, M, N, K)]
 
 

@@ -80,7 +80,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
                        # room for the split-K instances at the largest point (only they use it)
                        workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
                        if "w8a8_wgmma" in families else None,
-                       timer=TIMERS[timing], a_rows=a_rows)
+                       timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None)
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]
@@ -119,6 +119,10 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # seconds the GPU idled before a GEMM point after a shape switch or
            # a step down in M (timing.needs_rest); records without it did not
            "rest_s": rest_s,
+           # all instances: timed at each point in an order drawn from the
+           # seed and the point (arms.point_order); records without it, in
+           # the manifest's order
+           **({"instance_order": "shuffled per point"} if all_instances else {}),
            "rows": [r.__dict__ for r in ctx.rows]}
     if only:  # a partial all-instance record: gen tune takes it only beside full ones
         doc["only_instances"] = list(only)
