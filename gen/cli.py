@@ -377,7 +377,8 @@ def _measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--md", help="also write the Markdown table here")
     p.add_argument("--png", help="also draw TFLOP/s against M here")
     p.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of the inputs and, with --all-instances, of each point's instance order")
 
 
 def parser() -> argparse.ArgumentParser:
