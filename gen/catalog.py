@@ -450,6 +450,13 @@ class W8A8WgmmaSpec(KernelSpec):
     # promotion takes compile-time scales instead of a select per 8 columns
     # (name: _sp; the rendered source specializes wgmma_gemm::SplitPaths)
     split_paths: bool = False
+    # the TMA-store epilogue stages the tile with stmatrix instead of 32-bit
+    # stores (name: _st; the rendered source specializes
+    # wgmma_gemm::StmatrixEpilogue, so the instances without it keep their cubins)
+    stmatrix: bool = False
+    # a 128-row tile's two warpgroups issue their MMA groups in turn (name:
+    # _oi; wgmma_gemm::OrderedIssue)
+    ordered: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -462,7 +469,7 @@ class W8A8WgmmaSpec(KernelSpec):
 
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
-                    split_paths=self.split_paths)
+                    split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -488,8 +495,10 @@ class W8A8WgmmaSpec(KernelSpec):
         walk = "m" if self.walk_m else ""
         ws = "_ws" if self.ws_stage else ""
         sp = "_sp" if self.split_paths else ""
+        st = "_st" if self.stmatrix else ""
+        oi = "_oi" if self.ordered else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -568,6 +577,11 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.split_paths and (self.scale_mode != "kScaleBlock" or 128 % self.bn == 0 or self.temps != 2):
             raise CatalogError(f"{self.name}: split_paths specializes the two-temporary block-scaled promotion of "
                                f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")
+        if self.stmatrix and self.bn % 64:
+            raise CatalogError(f"{self.name}: stmatrix stages the TMA-store epilogue's tile (bn a multiple of 64)")
+        if self.ordered and (self.bm != 128 or self.ksplit != 1):
+            raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
+                               "(bm 128, no K split)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
         if self.fixed_n and self.scale_mode != "kScaleBlock":

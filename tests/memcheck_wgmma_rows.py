@@ -5,7 +5,8 @@ map then spans them: prepare_rows), at M values whose last tile row is
 partial, checked against the same call on exactly M rows. Each tensor must be
 its own allocation for the tool to see a read past it:
 Run: PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck --report-api-errors no \
-     python3 tests/memcheck_wgmma_rows.py
+     python3 tests/memcheck_wgmma_rows.py [NAME-PART ...]
+(with NAME-PARTs, only the instances whose names contain one of them)
 (cuda-bindings probes driver entry points that do not exist at load: API
 errors, not memory ones.)"""
 import sys
@@ -34,6 +35,8 @@ def main() -> int:
     bad = 0
     for spec in specs_for("sm_90a"):
         if spec.family not in FAMILIES or getattr(spec, "fixed_n", 0):
+            continue
+        if sys.argv[1:] and not any(part in spec.name for part in sys.argv[1:]):
             continue
         for M in (160, 200):
             rows = padded_rows(M)

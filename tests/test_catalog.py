@@ -152,6 +152,36 @@ def test_weight_scales_in_the_stage_are_named_sized_and_rendered():
         W8A8RowSpec(arch="sm_90a", bm=128, bn=128, stages=5, ws_stage=True).check(hw)
 
 
+def test_stmatrix_and_ordered_twins_are_named_rendered_and_checked():
+    """stmatrix (_st) and ordered (_oi) twins keep the base instance's
+    Config (so its host shim's code) and specialize a header trait in the
+    rendered source; the base instance's render has no trait at all, so its
+    cubin stays the one the records timed. ordered needs a 128-row tile
+    without a K split, stmatrix the TMA-store epilogue (bn % 64 == 0)."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True)
+    st = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True, stmatrix=True)
+    both = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True,
+                         stmatrix=True, ordered=True)
+    for spec in (st, both):
+        spec.check(hw)
+    assert st.name.endswith("_t2_x4_ws_st_sm90a") and both.name.endswith("_t2_x4_ws_st_oi_sm90a")
+    assert base.config_args() == st.config_args() == both.config_args()
+    assert st.dynamic_smem == base.dynamic_smem
+    trait = "template <> struct wg::{}<Config> {{ static constexpr bool value = true; }};"
+    assert trait.format("StmatrixEpilogue") in render(st) and "OrderedIssue" not in render(st)
+    assert trait.format("StmatrixEpilogue") in render(both) and trait.format("OrderedIssue") in render(both)
+    assert "StmatrixEpilogue" not in render(base) and "OrderedIssue" not in render(base)
+    for bad in (dict(bm=64, bn=64, stages=10, temps=2, ordered=True),
+                dict(bm=64, bn=128, stages=6, ksplit=2, ordered=True)):
+        with pytest.raises(CatalogError, match="ordered issue"):
+            W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
+    with pytest.raises(CatalogError, match="stmatrix"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=80, stages=8, temps=2, stmatrix=True).check(hw)
+
+
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only

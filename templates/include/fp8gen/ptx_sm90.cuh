@@ -196,6 +196,21 @@ __device__ __forceinline__ void named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// Four 8x8 matrices of 16-bit elements from registers to shared memory:
+// lanes 8j..8j+7 give the row addresses of matrix j, and each lane's
+// register j holds two elements of row lane / 4 of matrix j.
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+
+// Arrive on barrier `id` without waiting: with `count` threads expected,
+// the ones that named_barrier there wait for these.
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 // ---- wgmma ----------------------------------------------------------------
 // Shared-memory matrix descriptor of a K-major tile stored as rows of 128
 // bytes with the 128-byte swizzle (what TMA writes with

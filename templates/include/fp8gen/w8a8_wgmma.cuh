@@ -214,6 +214,27 @@ struct SplitPaths {
   static constexpr bool value = false;
 };
 
+// The TMA-store epilogue stages the tile with stmatrix (four 8x8 bf16
+// matrices per instruction: 16 per thread where st.shared.b32 takes 64;
+// the same bits out). Measured on the H200 (HARDWARE.toml): 0.97-0.99x the
+// time at K <= 2048, about 1.0 elsewhere. A trait for the same reason as
+// SplitPaths: the instances that keep the b32 stores keep their cubins, so
+// the records that timed them still count.
+template <class C>
+struct StmatrixEpilogue {
+  static constexpr bool value = false;
+};
+
+// The two row warpgroups of a 128-row tile issue their MMA groups in turn
+// (named barriers 3 and 4, warpgroup 0 first), instead of whenever each
+// is ready. Measured on the H200 (HARDWARE.toml): 0.97-0.99x the time for
+// the two-temporary 128x128 tiles, 1.01-1.03x for the one-temporary
+// 128x256 column chunks, so it is an instance's choice.
+template <class C>
+struct OrderedIssue {
+  static constexpr bool value = false;
+};
+
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -457,6 +478,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   int stage = 0;
   uint32_t phase = 0;
   uint32_t xtiles = 0;  // cluster split: tiles this CTA has reduced (the parity of its barriers)
+  // OrderedIssue: each warpgroup waits for its turn on barrier 3 + wg and
+  // passes the turn on barrier 4 - wg after its group; both issue the same
+  // groups (the same units, blocks and chunks), so the turns alternate to
+  // the end, where warpgroup 0 takes warpgroup 1's last pass.
+  constexpr bool kOrdered = OrderedIssue<C>::value;
+  static_assert(!kOrdered || (C::ROW_WG == 2 && C::KSPLIT == 1), "ordered issue: two row warpgroups, no K split");
+  if constexpr (kOrdered)
+    if (wg == 1) ptx::named_barrier_arrive(3, 256);  // warpgroup 0 goes first
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -494,6 +523,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
       if (c == 0) ptx::mbar_wait(full(s), ph);
+      if constexpr (kOrdered) ptx::named_barrier(3 + wg, 256);  // this warpgroup's turn
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
@@ -502,6 +532,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
+      if constexpr (kOrdered) ptx::named_barrier_arrive(4 - wg, 256);  // the other's turn
       sa0 = sa1 = 1.f;
       if constexpr (C::BLOCK_SCALES) {
         const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
@@ -793,21 +824,40 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // reused only after they read it.
       const bool leader = threadIdx.x % 128 == 0;
       const uint32_t slice = out_base + wg_row * C::OUT_BOXES * C::OUT_BOX_BYTES;
-      const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
 #pragma unroll
       for (int pass = 0; pass < C::BN / 64 / C::OUT_BOXES; ++pass) {
         if (leader) ptx::bulk_wait_read<0>();
         ptx::named_barrier(1 + wg, 128);
+        if constexpr (StmatrixEpilogue<C>::value) {
+          // stmatrix x4 of column groups c and c + 1: matrix j holds rows 0-7
+          // (j even) or 8-15 (j odd) of the warp's 16, columns 8 (c + j / 2)
+          // .. +7; lane t gives the row address of matrix t / 8
+          const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+          const int sgrp = lane >> 4;
 #pragma unroll
-        for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {
-          const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
-          const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-          const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-          const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
-                       "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
-                       "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+          for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; c += 2) {
+            const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
+            const uint32_t addr = box + srow * 128 + (((c + sgrp) % 8) ^ (lane & 7)) * 16;
+            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+            const __nv_bfloat162 v2 = __floats2bfloat162_rn(acc[4 * c + 4], acc[4 * c + 5]);
+            const __nv_bfloat162 v3 = __floats2bfloat162_rn(acc[4 * c + 6], acc[4 * c + 7]);
+            ptx::stmatrix_x4(addr, *reinterpret_cast<const uint32_t*>(&v0), *reinterpret_cast<const uint32_t*>(&v1),
+                             *reinterpret_cast<const uint32_t*>(&v2), *reinterpret_cast<const uint32_t*>(&v3));
+          }
+        } else {
+          const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
+#pragma unroll
+          for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {
+            const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
+            const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
+            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
+                         "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
+                         "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+          }
         }
         ptx::fence_proxy_async_smem();
         ptx::named_barrier(1 + wg, 128);
@@ -842,6 +892,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // grid-dependency wait, or the stream, sees them), so the CTA leaves
   // without waiting a round trip to L2 at the end of every call.
   if (C::TMA_STORE && threadIdx.x % 128 == 0) ptx::bulk_wait_read<0>();
+  if constexpr (kOrdered)
+    if (wg == 0) ptx::named_barrier(3, 256);  // warpgroup 1's last pass of the turn
   }
   // no CTA leaves while its peer may still arrive on its barriers
   if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
