@@ -23,8 +23,10 @@ struct wg::Wgmma<128> {
   }
 };
 
-// The epilogue stages the tile with stmatrix; the two row warpgroups issue their MMA groups in turn.
+// The epilogue stages the tile with stmatrix.
 template <> struct wg::StmatrixEpilogue<Config> { static constexpr bool value = true; };
+
+// The two row warpgroups issue their MMA groups in turn.
 template <> struct wg::OrderedIssue<Config> { static constexpr bool value = true; };
 
 extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_gm16_t2_st_oi_sm90a(const __grid_constant__ wg::Params params) {

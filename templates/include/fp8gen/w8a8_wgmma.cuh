@@ -228,7 +228,7 @@ struct StmatrixEpilogue {
 // The two row warpgroups of a 128-row tile issue their MMA groups in turn
 // (named barriers 3 and 4, warpgroup 0 first), instead of whenever each
 // is ready. Measured on the H200 (HARDWARE.toml): 0.97-0.99x the time for
-// the two-temporary 128x128 tiles, 1.01-1.03x for the one-temporary
+// the two-temporary 128x128 tiles, 1.00-1.05x for the one-temporary
 // 128x256 column chunks, so it is an instance's choice.
 template <class C>
 struct OrderedIssue {
