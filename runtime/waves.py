@@ -12,12 +12,10 @@ from typing import Callable, Optional
 from runtime.errors import LaunchError, LoadError
 from runtime.manifest import KernelEntry
 
-# A split tail's cost in K blocks: the host shim's own estimates
-# (w8a8_wgmma.cuh Shim::split_for): kSplitUnitCostBlocks, plus one block per
-# extra slice for the sum, when no tile runs whole; kMixedCostBlocks when
-# whole waves come before the slices.
+# A split tail's cost in K blocks: the host shim's own estimate
+# (w8a8_wgmma.cuh Shim::split_for, kSplitUnitCostBlocks), plus one block per
+# extra slice for the sum.
 SPLIT_TAIL_BLOCKS = 12
-MIXED_TAIL_BLOCKS = 6
 
 
 def persistent(entry: KernelEntry) -> bool:
@@ -30,8 +28,7 @@ def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
            k_split: Optional[Callable[[int, int, int, int], tuple]] = None) -> float:
     """Rounds of whole tiles a call at (m, n, k) takes, in units of one
     tile's full K: e.g. 2 full rounds and a last round cut into 4 K slices
-    of 56 K blocks count 2 + (14 + 6) / 56 (none whole: + 12 + 3 for the
-    sum by the last slice). k_split(m, n, k, sms) ->
+    of 56 K blocks count 2 + (14 + 12 + 3) / 56. k_split(m, n, k, sms) ->
     (slices, whole) is the instance's host-shim rule (HostShim.k_split)."""
     c = entry.constraints
     tiles_m, tiles_n = -(-m // int(c["tile_m"])), -(-n // int(c["tile_n"]))
@@ -47,13 +44,12 @@ def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
     if rest == 0:
         return float(full)
     kblocks = k // 128
-    slices, whole = 1, tiles
+    slices = 1
     if int(c.get("k_slices", 1)) > 1 and k_split is not None:
-        slices, whole = k_split(m, n, k, sm_count)
+        slices, _ = k_split(m, n, k, sm_count)
     if slices <= 1:
         return float(full + 1)
-    tail = MIXED_TAIL_BLOCKS if whole > 0 else SPLIT_TAIL_BLOCKS + slices - 1
-    return full + min(1.0, (-(-kblocks // slices) + tail) / kblocks)
+    return full + min(1.0, (-(-kblocks // slices) + SPLIT_TAIL_BLOCKS + slices - 1) / kblocks)
 
 
 class Ranker:

@@ -35,15 +35,9 @@ def test_rounds_of_pairs_cluster_k_splits_and_split_tails():
     ck2 = entry("ck2", 64, 64, cluster=(2, 1, 1), cluster_k=2)
     assert waves.rounds(ck2, 64, 64 * 66, 4096, SMS) == 0.5    # 66 tiles on 132 CTAs, each half a tile
     split = entry("x4", 128, 128, k_slices=4)
-    # 2 full waves and 4 tiles left; cut into 4 slices of 14 of 56 K blocks after
-    # the whole waves (mixed: the slices' CTAs sum shares)
+    # 2 full waves and 4 tiles left; the shim cuts them into 4 slices of 14 of 56 K blocks
     got = waves.rounds(split, 1042, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (4, 264))
-    assert got == 2 + (14 + waves.MIXED_TAIL_BLOCKS) / 56
-    # no whole wave (100 tiles): the last slice of each tile sums it
-    got = waves.rounds(split, 128, 128 * 100, 7168, SMS, k_split=lambda m, n, k, s: (1, 0))
-    assert got == 1.0
-    small = waves.rounds(split, 128, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (4, 0))
-    assert small == (14 + waves.SPLIT_TAIL_BLOCKS + 3) / 56
+    assert got == 2 + (14 + waves.SPLIT_TAIL_BLOCKS + 3) / 56
     # the shim declines to split: a whole last round
     assert waves.rounds(split, 1042, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (1, 268)) == 3.0
 

@@ -196,15 +196,6 @@ __device__ __forceinline__ void named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
-// A global counter read with acquire semantics at GPU scope: what its
-// writers made visible before their release (fence, then add) is seen by
-// this thread's later loads.
-__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // Four 8x8 matrices of 16-bit elements from registers to shared memory:
 // lanes 8j..8j+7 give the row addresses of matrix j, and each lane's
 // register j holds two elements of row lane / 4 of matrix j.

@@ -38,10 +38,6 @@ enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
 enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // Stages whose W boxes may be copied before the grid-dependency wait (kEarlyWeights).
 constexpr int kEarlyStages = 4;
-// Mixed splits (whole waves, then a cut last wave) cut a tile into at most
-// this many slices: more would write more partials than their shares save,
-// and the kernel's share sum keeps all of a round's slices' loads in flight.
-constexpr int kMixedMostSlices = 8;
 
 struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows (fewer when M is), 128-byte swizzle
@@ -53,12 +49,11 @@ struct Params {
   __nv_bfloat16* out;
   // Split K (slices > 1): tiles [0, whole) run whole (the full waves);
   // each later tile's K blocks are cut into `slices` runs taken by
-  // different CTAs (the last wave's work, so that it fills the SMs). Each
-  // writes its FP32 partial tile to `partials` [tiles - whole][slices][BM x
-  // BN]; once they are in (counted in counters[tile], zero before the
-  // launch and left zero after it), they are added in slice order
-  // (deterministic) and stored: by the last slice to finish when no tile
-  // runs whole, else in shares by every slice's CTA (see run()).
+  // different CTAs (the last wave, so that it fills the SMs). Each writes
+  // its FP32 partial tile to `partials` [tiles - whole][slices][BM x BN];
+  // the last to finish (counted in counters[tile], zero before the launch
+  // and left zero after it) adds them in slice order (deterministic) and
+  // stores the tile.
   float* partials;
   int* counters;
   int slices;
@@ -240,12 +235,6 @@ struct OrderedIssue {
   static constexpr bool value = false;
 };
 
-// A compile-time int as a value (a generic lambda's template argument).
-template <int V>
-struct IntConst {
-  static constexpr int value = V;
-};
-
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -316,20 +305,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const int pairs_m = (p.tiles_m + C::CLUSTER_M - 1) / C::CLUSTER_M;
   const int pairs_n = (tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N;
   const int tiles = pairs_m * pairs_n;
-  // Work units: (tile, K slice) for the tiles past `whole`, the slices of a
-  // tile adjacent so that they run at the same time on neighbouring CTAs,
-  // and the whole tiles. At small M (whole == 0) every unit is a slice. With
-  // whole waves too (`mixed`), the slices come first, one per CTA: each CTA
-  // writes its slice's partial tile, runs its whole tiles, and at its end
-  // sums and stores one share of its slice's tile from every slice's
-  // partial (the shares spread the summing over all those CTAs, and the
-  // partials were written long before). Otherwise the slices come last and
-  // the last of a tile's slices to finish sums the tile.
+  // Work units: the whole tiles, then (tile, K slice) for the rest, the
+  // slices of a tile adjacent so that they run at the same time on
+  // neighbouring CTAs.
   const int slices = C::SLICES > 1 ? p.slices : 1;
   const int whole = C::SLICES > 1 ? p.whole : tiles;
   const int units = whole + (tiles - whole) * slices;
-  const bool mixed = C::SLICES > 1 && slices > 1 && whole > 0;
-  const int split_units = units - whole;
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
   auto coords = [&](int tile, int& tm, int& tn) {
@@ -354,16 +335,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       slice = int(rank);
       kb_begin = slice * kblocks / C::CLUSTER_K;
       kb_end = (slice + 1) * kblocks / C::CLUSTER_K;
-    } else if (mixed ? unit >= split_units : unit < whole) {
-      tile = mixed ? unit - split_units : unit;
+    } else if (unit < whole) {
+      tile = unit;
       slice = 0;
       kb_begin = 0;
       kb_end = kblocks;
     } else {
-      const int at = mixed ? unit : unit - whole;  // which slice unit
-      const int cut = at / slices;
+      const int cut = (unit - whole) / slices;
       tile = whole + cut;
-      slice = at - cut * slices;
+      slice = unit - whole - cut * slices;
       kb_begin = slice * kblocks / slices;
       kb_end = (slice + 1) * kblocks / slices;
     }
@@ -759,21 +739,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     }
 
     if constexpr (C::SLICES > 1) {
-      if (mixed && tile >= whole) {
-        // A slice run first: its partial tile to global memory, laid out as
-        // below, released and counted at once, so that the other slices'
-        // CTAs find it there when they sum their shares at their ends.
-        const int tid = threadIdx.x % 128;
-        if (tm * C::BM + wg_row * 64 + warp * 16 < p.M) {
-          float* mine = p.partials + (size_t(tile - whole) * slices + slice) * (C::BM * C::BN) + wg_row * NACC * 128;
-#pragma unroll
-          for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
-        }
-        __threadfence();
-        ptx::named_barrier(14, C::MATH_WG * 128);
-        if (threadIdx.x == 0) atomicAdd(p.counters + tile, 1);
-        continue;
-      }
       if (slices > 1 && tile >= whole) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
@@ -922,81 +887,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     }
   }
-  if constexpr (C::SLICES > 1) {
-    if (mixed && first_unit < split_units) {
-      // The share of this CTA's slice tile (its first unit) that it sums and
-      // stores, once every slice's partial is counted: they were written and
-      // counted at the start of CTAs that are all running (one slice per CTA
-      // in the first wave, a grid that fits on the SMs), so the wait ends,
-      // and is short. The count runs on to 2 x slices: the second half says
-      // the shares are read, and the last CTA out resets it.
-      int tile, slice, tm, tn, kb_begin, kb_end;
-      work(first_unit, tile, slice, kb_begin, kb_end);
-      coords(tile, tm, tn);
-      const int n0 = tn * C::BN;
-      int* count = p.counters + tile;
-      if (threadIdx.x == 0)
-        while (ptx::ld_acquire_gpu(count) < slices) {
-        }
-      ptx::named_barrier(14, C::MATH_WG * 128);
-      __threadfence();  // the other slices' partials are seen after the count
-      // Shares are runs of register pairs (i, i + 1: two adjacent columns of
-      // one row) in the partials' order [64-row slice][pair][thread], so
-      // consecutive threads load consecutive floats; each pair is summed in
-      // slice order, the same bits every run. Every slice's loads of a
-      // round's pairs are in flight at once (G pairs x J slices x 2).
-      constexpr int TILE_FLOATS = C::BM * C::BN;
-      constexpr int MATH_THREADS = C::MATH_WG * 128;
-      constexpr int PAIRS_WG = NACC / 2 * 128;  // register pairs of one 64-row slice
-      constexpr int PAIRS = C::ROW_WG * PAIRS_WG;
-      const float* parts = p.partials + size_t(tile - whole) * slices * TILE_FLOATS;
-      const int share = (PAIRS + slices - 1) / slices;
-      const int q_begin = slice * share, q_end = min(q_begin + share, PAIRS);
-      auto sum_share = [&](auto g_, auto j_) {
-        constexpr int G = decltype(g_)::value, J = decltype(j_)::value;
-        for (int q0 = q_begin + int(threadIdx.x); q0 < q_end; q0 += MATH_THREADS * G) {
-          float2 part[J][G];
-          int out_row[G], out_col[G];
-#pragma unroll
-          for (int g = 0; g < G; ++g) {
-            const int q = q0 + g * MATH_THREADS;
-            const int wr = q / PAIRS_WG, ip = (q % PAIRS_WG) / 128, t = q % 128;
-            const int i = 2 * ip;  // the pair's first register
-            const int off = (wr * NACC + i) * 128 + t;
-            out_row[g] = tm * C::BM + wr * 64 + (t / 32) * 16 + (t % 32) / 4 + 8 * (ip % 2);
-            out_col[g] = n0 + 8 * (i / 4) + 2 * (t % 4);
-            if (q >= q_end || out_row[g] >= p.M) out_row[g] = p.M;  // not read, not stored
-#pragma unroll
-            for (int j = 0; j < J; ++j) {
-              const float* src = parts + size_t(j) * TILE_FLOATS + off;
-              part[j][g] = j < slices && out_row[g] < p.M ? make_float2(__ldcg(src), __ldcg(src + 128))
-                                                          : make_float2(0.f, 0.f);
-            }
-          }
-#pragma unroll
-          for (int g = 0; g < G; ++g) {
-            float2 sum = part[0][g];
-#pragma unroll
-            for (int j = 1; j < J; ++j)
-              if (j < slices) {
-                sum.x += part[j][g].x;
-                sum.y += part[j][g].y;
-              }
-            if (out_row[g] < p.M && out_col[g] < N)  // N % 8 == 0: the pair's second column is in too
-              *reinterpret_cast<__nv_bfloat162*>(p.out + size_t(out_row[g]) * N + out_col[g]) =
-                  __floats2bfloat162_rn(sum.x, sum.y);
-          }
-        }
-      };
-      static_assert(kMixedMostSlices <= 8, "the share sum holds at most 8 slices' loads in flight");
-      if (slices <= 4)
-        sum_share(IntConst<8>{}, IntConst<4>{});
-      else
-        sum_share(IntConst<4>{}, IntConst<8>{});
-      ptx::named_barrier(14, C::MATH_WG * 128);  // this CTA's loads of the partials are done
-      if (threadIdx.x == 0 && atomicAdd(count, 1) == 2 * slices - 1) *count = 0;
-    }
-  }
   // The CTA's shared memory must outlive the last stores' reads of it. Only
   // the reads: the writes complete as part of the grid (the next kernel's
   // grid-dependency wait, or the stream, sees them), so the CTA leaves
@@ -1043,33 +933,26 @@ struct Shim {
     kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5, kNeedWorkspace = 6
   };
 
-  // Split K: which tiles a call cuts and into how many slices. The tiles
-  // fill whole waves of the SMs unsplit; only the last, partial wave's
-  // tiles are cut, so that their slices fill that wave.
-  // - Small M (fewer tiles than SMs, so no whole wave): 1..SLICES slices
-  //   per tile, at most one per K block, and the last slice of a tile to
-  //   finish sums it. That tail (its partial tile written, fenced, counted,
-  //   then read and summed by the last slice) costs about 12 K blocks' time
-  //   (H200, 1/2/4-slice instances at M <= 512: 2.4-6.7 us), where an
-  //   unsplit tile's epilogue costs about 2. The slices must fit that one
-  //   wave: split units queued behind it run at other K offsets than their
-  //   tile's first slices, so W is read from DRAM again (5120x17408, M=128,
-  //   64x128 tiles: 3 slices in 2 waves took 51 us against 38 us unsplit).
-  //   So the count whose slices fit the wave and minimize (K blocks per
-  //   slice + that cost), plus one block per extra partial summed, wins;
-  //   the fewest on a tie (40 tiles of 136 K blocks on 132 SMs: 3 slices).
-  // - With whole waves (mixed): as many slices as the SMs take, one per
-  //   CTA (at most one per K block and kMixedMostSlices), run first; each
-  //   CTA sums a share of its slice tile at its end (run(), above). Measured on the H200, 2026-11-30: with the
-  //   slices last and the last one summing, 17408x5120 M=256 on 128x128
-  //   tiles ended 9.4 us after its whole waves (3.4 of slice main loop, 1.6
-  //   to write and fence the partial, 2.4 to sum, about 1 of epilogue);
-  //   kMixedCostBlocks is the overhead of the mixed form, to be refit.
-  // A split call needs one counter per tile (zero before it, left zero
-  // after it: the runtime zeroes them once) and the slices' partial tiles
-  // (runtime/workspace.py sizes both for all tiles and SLICES, at least
-  // as many as a call uses: mixed calls use at most one per SM).
-  static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12, kMixedCostBlocks = 6;
+  // Split K: which tiles a call cuts and into how many slices (1..SLICES,
+  // at most one per K block). The tiles fill whole waves of the SMs
+  // unsplit; only the last, partial wave's tiles are cut, so that their
+  // slices fill that wave (at small M it is the only wave). A split unit
+  // pays a serial tail (its partial tile written, fenced, counted, then
+  // read and summed by the last slice): fitted to H200 timings of the
+  // 1/2/4-slice instances at M <= 512, about 12 K blocks' time (2.4-6.7
+  // us), where an unsplit tile's epilogue costs about 2. And the slices
+  // must fit that one wave: split units queued behind it run at other K
+  // offsets than their tile's first slices, so W is read from DRAM again
+  // (5120x17408, M=128, 64x128 tiles: 3 slices in 2 waves took 51 us
+  // against 38 us unsplit). So the count whose slices fit the last wave
+  // and minimize (K blocks per slice + that cost), plus one block per
+  // extra partial summed, wins; the fewest on a tie. (40 tiles of 136 K
+  // blocks on 132 SMs: 3 slices, 120 CTAs. 320 tiles: 264 whole, the last
+  // 56 in 2 slices.) A split call needs one counter per tile (zero before
+  // it, left zero after it: the runtime zeroes them once) and the slices'
+  // partial tiles (runtime/workspace.py sizes both for all tiles and
+  // SLICES, more than a call uses).
+  static constexpr long kUnitCostBlocks = 2, kSplitUnitCostBlocks = 12;
   struct Split {
     int slices;  // K slices of each tile from `whole` on
     long whole;  // the tiles that run whole
@@ -1078,13 +961,6 @@ struct Shim {
     Split plan{1, tiles};
     const long rest = tiles % max_units;  // the last wave's tiles (0: every wave is full)
     if (C::SLICES == 1 || rest == 0) return plan;
-    if (tiles > max_units) {
-      long s = max_units / rest < kblocks ? max_units / rest : long(kblocks);
-      if (s > kMixedMostSlices) s = kMixedMostSlices;
-      if (s >= 2 && (kblocks + s - 1) / s + kMixedCostBlocks < kblocks + kUnitCostBlocks)
-        plan = Split{int(s), tiles - rest};
-      return plan;
-    }
     const int most = C::SLICES < kblocks ? C::SLICES : kblocks;
     long best_cost = kblocks + kUnitCostBlocks;  // the last wave unsplit
     for (int s = 2; s <= most && rest * s <= max_units; ++s) {
