@@ -16,6 +16,9 @@ from runtime.manifest import KernelEntry
 # (w8a8_wgmma.cuh Shim::split_for, kSplitUnitCostBlocks), plus one block per
 # extra slice for the sum.
 SPLIT_TAIL_BLOCKS = 12
+# A stream-K call's fix-up (Shim::kStreamKTailBlocks): one partial tile
+# written by a piece's CTA and read back by the tile's first piece's.
+STREAM_K_TAIL_BLOCKS = 6
 
 
 def persistent(entry: KernelEntry) -> bool:
@@ -44,11 +47,14 @@ def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
     if rest == 0:
         return float(full)
     kblocks = k // 128
-    slices = 1
+    slices, whole = 1, tiles
     if int(c.get("k_slices", 1)) > 1 and k_split is not None:
-        slices, _ = k_split(m, n, k, sm_count)
+        slices, whole = k_split(m, n, k, sm_count)
     if slices <= 1:
         return float(full + 1)
+    if c.get("stream_k"):  # the tiles past `whole` spread evenly over the SMs, one fix-up
+        per_cta = -(-(tiles - whole) * kblocks // min((tiles - whole) * slices, sm_count))
+        return whole // sm_count + (per_cta + STREAM_K_TAIL_BLOCKS) / kblocks
     return full + min(1.0, (-(-kblocks // slices) + SPLIT_TAIL_BLOCKS + slices - 1) / kblocks)
 
 

@@ -197,6 +197,38 @@ struct Config {
 template <int BN>
 struct Wgmma;
 
+// Stream-K, for a split-K instance (SLICES partial slots per tile) whose
+// rendered source specializes it: the tiles past the whole waves (the last,
+// partial wave, and one full wave before it when there is one) are laid end
+// to end as one run of K blocks, and CTA j of the grid's G takes blocks
+// [j T / G, (j + 1) T / G) of its T. So every CTA gets the same share, where
+// the equal slices of the last wave alone leave SMs idle when its tiles do
+// not divide them (112 tiles of 128 K blocks: 20 idle SMs unsplit; here
+// each of 132 CTAs takes 108 or 109 blocks). A range crossing tile edges is
+// up to kStreamKPieces pieces; a tile cut at CTA boundaries is finished by
+// the CTA holding its first K block (the last piece of that CTA's range, so
+// the others have mostly written theirs): it waits for the other pieces'
+// partials (written to the workspace in the order of their CTAs and counted
+// in counters[tile]), adds them in that order (the same bits every run),
+// and stores the tile. Every CTA's only wait comes after all its own
+// writes, so no CTA waits on one that waits on it (the grid is resident:
+// at most one CTA per SM). (A trait rather than a Config parameter: see
+// SplitPaths.)
+template <class C>
+struct StreamK {
+  static constexpr bool value = false;
+};
+// A range is shorter than two tiles' K (the stream-K tiles are fewer than
+// two waves), so it touches at most three tiles.
+constexpr int kStreamKPieces = 3;
+
+// The CTA whose range holds K block x of a stream-K run of T blocks on G
+// CTAs (CTA j starts at floor(j T / G)). 32-bit: the plan keeps T x G
+// below 2^31 (Shim::stream_k_plan).
+__host__ __device__ inline int stream_k_cta(int x, int T, int G) {
+  return int((unsigned(x + 1) * unsigned(G) + unsigned(T) - 1) / unsigned(T)) - 1;
+}
+
 #ifndef FP8GEN_HOST_SHIM
 
 // Where a straddling tile's columns change weight-scale block. By default
@@ -308,11 +340,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // Work units: the whole tiles, then (tile, K slice) for the rest, the
   // slices of a tile adjacent so that they run at the same time on
   // neighbouring CTAs.
+  constexpr bool kStreamK = StreamK<C>::value;
+  static_assert(!kStreamK || (C::SLICES > 1 && C::CLUSTER == 1 && C::KSPLIT == 1),
+                "stream-K: a split-K instance (its partial slots), no cluster, no warpgroup K split");
   const int slices = C::SLICES > 1 ? p.slices : 1;
   const int whole = C::SLICES > 1 ? p.whole : tiles;
-  const int units = whole + (tiles - whole) * slices;
+  // (stream-K: each CTA's up to kStreamKPieces pieces are units whole + j,
+  // whole + G + j, ...; a range with fewer leaves the rest empty)
+  const int units = kStreamK ? whole + kStreamKPieces * int(gridDim.x) : whole + (tiles - whole) * slices;
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
+  const int sk_blocks = kStreamK ? (tiles - whole) * kblocks : 0;  // T
   auto coords = [&](int tile, int& tm, int& tn) {
     if constexpr (C::WALK_M)
       tile_coords(tile, pairs_n, pairs_m, C::GROUP_N, tn, tm);  // the same walk, M and N swapped
@@ -335,6 +373,30 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       slice = int(rank);
       kb_begin = slice * kblocks / C::CLUSTER_K;
       kb_end = (slice + 1) * kblocks / C::CLUSTER_K;
+    } else if constexpr (kStreamK) {
+      if (unit < whole) {
+        tile = unit;
+        slice = 0;
+        kb_begin = 0;
+        kb_end = kblocks;
+        return;
+      }
+      // piece q of CTA j's range [b, e) of the stream-K blocks; slice: the
+      // tile's pieces before this one (0: it holds the tile's first block)
+      const unsigned G = unit_step, j = unsigned(unit - whole) % G, q = unsigned(unit - whole) / G;
+      const int b = int(j * unsigned(sk_blocks) / G), e = int((j + 1) * unsigned(sk_blocks) / G);
+      const int start = q == 0 ? b : (b / kblocks + int(q)) * kblocks;
+      if (start >= e) {  // an empty unit: no copies, no MMAs, no store
+        tile = whole;
+        slice = 0;
+        kb_begin = kb_end = 0;
+        return;
+      }
+      const int t = start / kblocks;
+      tile = whole + t;
+      kb_begin = start - t * kblocks;
+      kb_end = min(e - t * kblocks, kblocks);
+      slice = int(j) - stream_k_cta(t * kblocks, sk_blocks, int(G));
     } else if (unit < whole) {
       tile = unit;
       slice = 0;
@@ -490,10 +552,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
     work(unit, tile, slice, kb_begin, kb_end);
+    if constexpr (kStreamK)
+      if (kb_begin == kb_end) continue;  // (the producer copied nothing for it)
     coords(tile, tm, tn);
     const int n0 = tn * C::BN;
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
+    if constexpr (kStreamK)  // (computed here: ptxas otherwise moved them in among the first MMAs)
+      asm volatile("" ::"r"(tm), "r"(tn), "r"(slice), "r"(kb_begin), "r"(kb_end), "l"(ws_lo), "l"(ws_hi));
     const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
 
     float acc[NACC];
@@ -738,7 +804,43 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       ++xtiles;
     }
 
-    if constexpr (C::SLICES > 1) {
+    if constexpr (kStreamK) {
+      if (kb_begin > 0 || kb_end < kblocks) {  // a piece of a tile cut at a CTA boundary
+        // Partials [tile - whole][slot][64-row slice][register][thread], as
+        // the split tiles' below; slot: the pieces before it in the tile.
+        const int tid = threadIdx.x % 128;
+        const bool rows_live = tm * C::BM + wg_row * 64 + warp * 16 < p.M;  // (as below)
+        constexpr int TILE_FLOATS = C::BM * C::BN;
+        float* slots = p.partials + size_t(tile - whole) * C::SLICES * TILE_FLOATS + wg_row * NACC * 128 + tid;
+        if (kb_begin > 0) {  // another CTA holds the tile's first block and finishes it
+          if (rows_live) {
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) __stcg(slots + size_t(slice) * TILE_FLOATS + i * 128, acc[i]);
+          }
+          __threadfence();  // the partial is visible device-wide before the count says so
+          ptx::named_barrier(14, C::MATH_WG * 128);
+          if (threadIdx.x == 0) atomicAdd(p.counters + tile, 1);
+          continue;
+        }
+        const int t0 = (tile - whole) * kblocks;
+        const int pieces = stream_k_cta(t0 + kblocks - 1, sk_blocks, unit_step) -
+                           stream_k_cta(t0, sk_blocks, unit_step) + 1;
+        if (threadIdx.x == 0) {
+          // the other pieces' CTAs write theirs before any wait of their own
+          while (*reinterpret_cast<volatile int*>(p.counters + tile) < pieces - 1) __nanosleep(100);
+          p.counters[tile] = 0;  // ready for the next launch
+        }
+        ptx::named_barrier(14, C::MATH_WG * 128);
+        __threadfence();  // the partials are seen after their counts
+        if (rows_live) {
+          for (int j = 1; j < pieces; ++j) {  // in CTA order: the same bits every run
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(slots + size_t(j) * TILE_FLOATS + i * 128);
+          }
+        }
+      }
+    }
+    if constexpr (C::SLICES > 1 && !kStreamK) {
       if (slices > 1 && tile >= whole) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
@@ -958,6 +1060,7 @@ struct Shim {
     long whole;  // the tiles that run whole
   };
   static Split split_for(long tiles, int kblocks, long max_units) {
+    if constexpr (StreamK<C>::value) return stream_k_plan(tiles, kblocks, max_units);
     Split plan{1, tiles};
     const long rest = tiles % max_units;  // the last wave's tiles (0: every wave is full)
     if (C::SLICES == 1 || rest == 0) return plan;
@@ -971,6 +1074,37 @@ struct Shim {
       }
     }
     return plan;
+  }
+
+  // Stream-K (StreamK): the last wave's tiles, and one full wave before
+  // them when there is one, run as one even run of K blocks over the grid
+  // (prepare's: min(whole + those tiles x SLICES, max_units) CTAs), as
+  // Split{SLICES, whole}. Not when every wave is full, nor when the run's
+  // blocks per CTA plus a fix-up (a partial tile written and read back)
+  // would not beat those tiles unsplit, nor when a tile would need more
+  // pieces than its SLICES partial slots or a CTA more than kStreamKPieces.
+  static constexpr long kStreamKTailBlocks = 6;
+  static Split stream_k_plan(long tiles, int kblocks, long max_units) {
+    const Split unsplit{1, tiles};
+    const long full = tiles / max_units, rest = tiles % max_units;
+    if (rest == 0 || kblocks < C::SLICES) return unsplit;  // (the runtime sizes slots by both)
+    const long sk = rest + (full > 0 ? max_units : 0);
+    const long g = sk * C::SLICES < max_units ? sk * C::SLICES : max_units;
+    const long long T = (long long)sk * kblocks;
+    if (T < g || T * g >= (1LL << 31)) return unsplit;  // (every CTA a K block; 32-bit plan in the kernel)
+    const long unsplit_cost = (sk + max_units - 1) / max_units * (kblocks + kUnitCostBlocks);
+    const long split_cost = long((T + g - 1) / g) + kUnitCostBlocks + kStreamKTailBlocks;
+    if (split_cost >= unsplit_cost) return unsplit;
+    for (long t = 0; t < sk; ++t) {
+      const int t0 = int(t) * kblocks;
+      if (stream_k_cta(t0 + kblocks - 1, int(T), int(g)) - stream_k_cta(t0, int(T), int(g)) + 1 > C::SLICES)
+        return unsplit;
+    }
+    for (long j = 0; j < g; ++j) {
+      const long long b = j * T / g, e = (j + 1) * T / g;
+      if (e > b && (e - 1) / kblocks - b / kblocks + 1 > kStreamKPieces) return unsplit;
+    }
+    return Split{C::SLICES, tiles - sk};
   }
 
   // The split a call at (M, N, K) on sm_count SMs uses (what prepare puts
