@@ -16,7 +16,7 @@ from runtime.manifest import KernelEntry
 # (w8a8_wgmma.cuh Shim::split_for, kSplitUnitCostBlocks), plus one block per
 # extra slice for the sum.
 SPLIT_TAIL_BLOCKS = 12
-# A stream-K call's fix-up (Shim::kStreamKTailBlocks): one partial tile
+# A stream-K call's fix-up (Shim::kStreamKTailBlocks): a partial tile
 # written by a piece's CTA and read back by the tile's first piece's.
 STREAM_K_TAIL_BLOCKS = 6
 
@@ -52,9 +52,9 @@ def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
         slices, whole = k_split(m, n, k, sm_count)
     if slices <= 1:
         return float(full + 1)
-    if c.get("stream_k"):  # the tiles past `whole` spread evenly over the SMs, one fix-up
-        per_cta = -(-(tiles - whole) * kblocks // min((tiles - whole) * slices, sm_count))
-        return whole // sm_count + (per_cta + STREAM_K_TAIL_BLOCKS) / kblocks
+    if c.get("stream_k"):  # each tile row's blocks spread evenly over its group of CTAs, one fix-up
+        group = min(sm_count // tiles_m, tiles_n * slices)
+        return (-(-tiles_n * kblocks // group) + STREAM_K_TAIL_BLOCKS) / kblocks
     return full + min(1.0, (-(-kblocks // slices) + SPLIT_TAIL_BLOCKS + slices - 1) / kblocks)
 
 

@@ -45,12 +45,12 @@ def test_rounds_of_pairs_cluster_k_splits_and_split_tails():
 def test_rounds_of_stream_k_spread_the_tiles_past_the_whole_waves():
     sk = entry("sk", 128, 128, k_slices=4)
     sk.constraints["stream_k"] = True
-    # 112 tiles of 128 K blocks on 132 SMs: ceil(112 x 128 / 132) = 109 blocks each, and the fix-up
+    # 112 tiles of 128 K blocks, 2 rows of 56, 66 CTAs per row: 109 blocks each, and the fix-up
     got = waves.rounds(sk, 256, 7168, 16384, SMS, k_split=lambda m, n, k, s: (4, 0))
     assert got == (109 + waves.STREAM_K_TAIL_BLOCKS) / 128
-    # 448 tiles: 264 run whole (2 rounds), the other 184 spread over the 132 SMs
-    got = waves.rounds(sk, 1024, 7168, 16384, SMS, k_split=lambda m, n, k, s: (4, 264))
-    assert got == 2 + (-(-184 * 128 // 132) + waves.STREAM_K_TAIL_BLOCKS) / 128
+    # 224 tiles in 4 rows: each row's 56 x 128 blocks over 33 CTAs
+    got = waves.rounds(sk, 512, 7168, 16384, SMS, k_split=lambda m, n, k, s: (4, 0))
+    assert got == (-(-56 * 128 // 33) + waves.STREAM_K_TAIL_BLOCKS) / 128
     # the shim declines (full waves): whole rounds
     assert waves.rounds(sk, 1042, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (1, 268)) == 3.0
 
