@@ -457,11 +457,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # a 128-row tile's two warpgroups issue their MMA groups in turn (name:
     # _oi; wgmma_gemm::OrderedIssue)
     ordered: bool = False
-    # split-K instances (kslices > 1): the tiles past the whole waves are
-    # spread evenly over the grid in K-block ranges that cross tile edges
-    # (stream-K) instead of cutting only the last wave into equal slices
-    # (name: _sk; wgmma_gemm::StreamK)
-    stream_k: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -474,8 +469,7 @@ class W8A8WgmmaSpec(KernelSpec):
 
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
-                    split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    stream_k=self.stream_k)
+                    split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -503,9 +497,8 @@ class W8A8WgmmaSpec(KernelSpec):
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
-        sk = "_sk" if self.stream_k else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{sk}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -537,8 +530,6 @@ class W8A8WgmmaSpec(KernelSpec):
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
         if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
             found.update(min_k=self.cluster_k * BLOCK_K, cluster_k=self.cluster_k)
-        if self.stream_k:  # the split's plan (runtime/waves.py models its rounds)
-            found.update(stream_k=True)
         return found
 
     def check(self, hw: Hardware) -> None:
@@ -591,9 +582,6 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")
-        if self.stream_k and self.kslices < 2:
-            raise CatalogError(f"{self.name}: stream_k spreads the tiles past the whole waves over the grid "
-                               "through the split-K workspace (kslices >= 2: the partial slots per tile)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
         if self.fixed_n and self.scale_mode != "kScaleBlock":

@@ -16,9 +16,6 @@ from runtime.manifest import KernelEntry
 # (w8a8_wgmma.cuh Shim::split_for, kSplitUnitCostBlocks), plus one block per
 # extra slice for the sum.
 SPLIT_TAIL_BLOCKS = 12
-# A stream-K call's fix-up (Shim::kStreamKTailBlocks): a partial tile
-# written by a piece's CTA and read back by the tile's first piece's.
-STREAM_K_TAIL_BLOCKS = 6
 
 
 def persistent(entry: KernelEntry) -> bool:
@@ -47,14 +44,11 @@ def rounds(entry: KernelEntry, m: int, n: int, k: int, sm_count: int,
     if rest == 0:
         return float(full)
     kblocks = k // 128
-    slices, whole = 1, tiles
+    slices = 1
     if int(c.get("k_slices", 1)) > 1 and k_split is not None:
-        slices, whole = k_split(m, n, k, sm_count)
+        slices, _ = k_split(m, n, k, sm_count)
     if slices <= 1:
         return float(full + 1)
-    if c.get("stream_k"):  # each tile row's blocks spread evenly over its group of CTAs, one fix-up
-        group = min(sm_count // tiles_m, tiles_n * slices)
-        return (-(-tiles_n * kblocks // group) + STREAM_K_TAIL_BLOCKS) / kblocks
     return full + min(1.0, (-(-kblocks // slices) + SPLIT_TAIL_BLOCKS + slices - 1) / kblocks)
 
 

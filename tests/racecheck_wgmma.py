@@ -23,16 +23,14 @@ def main() -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
-                  or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.stream_k)}
+                  or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered)}
     names = [n for n, s in specs.items() if not s.fixed_n]
     if sys.argv[1:]:  # only the instances whose names contain one of these (shape-specialized ones too)
         names = [n for n in specs if any(part in n for part in sys.argv[1:])]
     bad = 0
     for name in names:
         # a shape-specialized instance runs at its own N and K (slower under the tool)
-        # (stream-K: K long enough that its plan cuts the tiles, into four pieces each)
-        N, K = (specs[name].fixed_n, specs[name].fixed_k) if specs[name].fixed_n else \
-            (256, 4096 if specs[name].stream_k else 1024)
+        N, K = (specs[name].fixed_n, specs[name].fixed_k) if specs[name].fixed_n else (256, 1024)
         ws = rt.workspace(72, 128, max_n=N)
         # the last two with the first W copies before the grid-dependency wait (rt.linear's launch)
         for M, early in ((72, False), (16, True), (72, True)):

@@ -182,27 +182,6 @@ def test_stmatrix_and_ordered_twins_are_named_rendered_and_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=80, stages=8, temps=2, stmatrix=True).check(hw)
 
 
-def test_stream_k_twins_are_named_rendered_and_checked():
-    """A stream-K twin (_sk) keeps the base instance's Config and specializes
-    wgmma_gemm::StreamK where both the kernel and the host shim see it (the
-    plan is the shim's); the base's render has no trait. It needs the split-K
-    workspace's partial slots (kslices >= 2) and says so in its constraints."""
-    from gen.render import render
-
-    hw = load_hardware("sm_90a")
-    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True)
-    sk = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, kslices=4, ws_stage=True, stream_k=True)
-    sk.check(hw)
-    assert sk.name.endswith("_t2_x4_ws_sk_sm90a") and base.config_args() == sk.config_args()
-    src = render(sk)
-    trait = "template <> struct wg::StreamK<Config> { static constexpr bool value = true; };"
-    assert trait in src and src.index(trait) < src.index("#ifndef FP8GEN_HOST_SHIM")
-    assert "StreamK" not in render(base)
-    assert sk.constraints()["stream_k"] is True and "stream_k" not in base.constraints()
-    with pytest.raises(CatalogError, match="stream_k"):
-        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=128, stages=5, temps=2, stream_k=True).check(hw)
-
-
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only

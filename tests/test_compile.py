@@ -341,33 +341,6 @@ def test_split_k_instances_pick_slices_that_fill_the_sms(sm90a_built):
         split(64, 0, 128, 256, 132)
 
 
-def test_stream_k_instances_spread_the_last_waves_evenly(sm90a_built):
-    """The stream-K plan (Shim::stream_k_plan, no driver needed to ask it):
-    (the partial slots, 0) where every tile row's K blocks are spread over
-    its group of CTAs, or (1, tiles) where it declines."""
-    from runtime import manifest
-    from runtime.loader import HostShim
-    from runtime.paths import manifest_path
-
-    _, entries = manifest.load(manifest_path("sm_90a"))
-    sk = [HostShim(build_dir() / e.shim, e) for e in entries
-          if e.constraints.get("stream_k") and (e.constraints["tile_m"], e.constraints["tile_n"]) == (128, 128)]
-    assert sk, "a 128x128 stream-K instance is built"
-    for shim in sk:
-        # 112 tiles of 128 K blocks fill 112 of 132 SMs unsplit: all of them spread over the 132
-        assert shim.k_split(256, 7168, 16384, 132) == (4, 0)
-        # 224 tiles (4 rows): 33 CTAs per row, 217 or 218 blocks each
-        assert shim.k_split(512, 7168, 16384, 132) == (4, 0)
-        # 448 tiles: two waves or more run whole (a row's A would not stay in L2)
-        assert shim.k_split(1024, 7168, 16384, 132) == (1, 448)
-        # every wave full: nothing to spread
-        assert shim.k_split(512, 4096, 7168, 132) == (1, 128)
-        # 16 K blocks: 112 tiles take 14 blocks each spread, and the fix-up costs more than the 2 saved
-        assert shim.k_split(256, 7168, 2048, 132) == (1, 112)
-        # 17 tiles of 56 blocks: 68 CTAs, 4 pieces per tile (the partial slots)
-        assert shim.k_split(100, 2112, 7168, 132) == (4, 0)
-
-
 def test_fast_shims_bind_their_own_entry_points(sm90a_built):
     """Every shim loads; the wgmma-template ones (block, per-row and
     per-tensor scaling) take A's readable rows (prepare_rows) and refuse

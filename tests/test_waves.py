@@ -42,19 +42,6 @@ def test_rounds_of_pairs_cluster_k_splits_and_split_tails():
     assert waves.rounds(split, 1042, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (1, 268)) == 3.0
 
 
-def test_rounds_of_stream_k_spread_the_tiles_past_the_whole_waves():
-    sk = entry("sk", 128, 128, k_slices=4)
-    sk.constraints["stream_k"] = True
-    # 112 tiles of 128 K blocks, 2 rows of 56, 66 CTAs per row: 109 blocks each, and the fix-up
-    got = waves.rounds(sk, 256, 7168, 16384, SMS, k_split=lambda m, n, k, s: (4, 0))
-    assert got == (109 + waves.STREAM_K_TAIL_BLOCKS) / 128
-    # 224 tiles in 4 rows: each row's 56 x 128 blocks over 33 CTAs
-    got = waves.rounds(sk, 512, 7168, 16384, SMS, k_split=lambda m, n, k, s: (4, 0))
-    assert got == (-(-56 * 128 // 33) + waves.STREAM_K_TAIL_BLOCKS) / 128
-    # the shim declines (full waves): whole rounds
-    assert waves.rounds(sk, 1042, 128 * 33, 7168, SMS, k_split=lambda m, n, k, s: (1, 268)) == 3.0
-
-
 def test_fill_in_predicts_from_the_next_measured_m_by_rounds():
     """N = 132 tile columns of 128: the 128-row tile takes one round per
     tile row, the 64-row one one round per 64 rows. Measured, the wide tile

@@ -24,7 +24,7 @@ import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from runtime.manifest import KernelEntry
-from runtime.waves import SPLIT_TAIL_BLOCKS, STREAM_K_TAIL_BLOCKS, persistent, rounds  # noqa: F401 (re-exported for gen)
+from runtime.waves import SPLIT_TAIL_BLOCKS, persistent, rounds  # noqa: F401 (re-exported for gen)
 
 STEP = 64  # predicted buckets: every multiple of the smallest tile height
 

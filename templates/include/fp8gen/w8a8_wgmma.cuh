@@ -197,44 +197,6 @@ struct Config {
 template <int BN>
 struct Wgmma;
 
-// Stream-K, for a split-K instance (SLICES partial slots per tile) whose
-// rendered source specializes it, at calls of fewer than two waves of tiles
-// that the SMs do not divide (112 tiles of 128 K blocks: 20 SMs idle
-// unsplit). The grid's G CTAs split into one group per tile row, G / rows
-// each; a row's tiles are laid end to end as one run of T = tiles_n x
-// kblocks K blocks, and CTA j of its group takes blocks [j T / Gr,
-// (j + 1) T / Gr). So every CTA gets the same share (108 or 109 blocks in
-// that example), and the rows run in lockstep: the CTAs that read one tile
-// column's W (one per row) read it at the same K offset, at the same time,
-// so L2 serves it from one DRAM read. (Laid end to end over all tiles
-// instead, the CTAs sharing a W column ran at unrelated K offsets and took
-// up to 1.5-1.9x the time on the H200: W came from DRAM once per row.) A
-// row's A is read at every offset at once, so it must stay in L2: the
-// rows are few (tiles < 2 waves). A range crossing tile edges is up to
-// kStreamKPieces pieces; a tile cut at CTA boundaries is finished by the
-// CTA holding its first K block (the last piece of that CTA's range, so
-// the others have mostly written theirs): it waits for the other pieces'
-// partials (written to the workspace in the order of their CTAs and
-// counted in counters[tile]), adds them in that order (the same bits every
-// run), and stores the tile. Every CTA's only wait comes after all its own
-// writes, so no CTA waits on one that waits on it (the grid is resident:
-// at most one CTA per SM). (A trait rather than a Config parameter: see
-// SplitPaths.)
-template <class C>
-struct StreamK {
-  static constexpr bool value = false;
-};
-// A range is shorter than two tiles' K (fewer than two waves of tiles), so
-// it touches at most three tiles.
-constexpr int kStreamKPieces = 3;
-
-// The CTA of a row's group whose range holds K block x of the row's run of
-// T blocks on G CTAs (CTA j starts at floor(j T / G)). 32-bit: the plan
-// keeps T x G below 2^31 (Shim::stream_k_plan).
-__host__ __device__ inline int stream_k_cta(int x, int T, int G) {
-  return int((unsigned(x + 1) * unsigned(G) + unsigned(T) - 1) / unsigned(T)) - 1;
-}
-
 #ifndef FP8GEN_HOST_SHIM
 
 // Where a straddling tile's columns change weight-scale block. By default
@@ -346,29 +308,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // Work units: the whole tiles, then (tile, K slice) for the rest, the
   // slices of a tile adjacent so that they run at the same time on
   // neighbouring CTAs.
-  constexpr bool kStreamK = StreamK<C>::value;
-  static_assert(!kStreamK || (C::SLICES > 1 && C::CLUSTER == 1 && C::KSPLIT == 1),
-                "stream-K: a split-K instance (its partial slots), no cluster, no warpgroup K split");
   const int slices = C::SLICES > 1 ? p.slices : 1;
   const int whole = C::SLICES > 1 ? p.whole : tiles;
-  // (stream-K: CTA j's up to kStreamKPieces pieces are units j, G + j, ...;
-  // a range with fewer leaves the rest empty. The plan runs either every
-  // tile whole, or (whole = 0) every tile stream-K.)
-  const int units = kStreamK ? (slices > 1 ? kStreamKPieces * int(gridDim.x) : tiles)
-                             : whole + (tiles - whole) * slices;
+  const int units = whole + (tiles - whole) * slices;
   const int first_unit = C::CLUSTER > 1 ? int(ptx::cluster_id()) : int(blockIdx.x);
   const int unit_step = C::CLUSTER > 1 ? int(ptx::cluster_count()) : int(gridDim.x);
-  // a row's run of K blocks and its group of CTAs (the host sizes the grid
-  // to a multiple of the rows)
-  const int sk_blocks = kStreamK ? tiles_n * kblocks : 0;
-  const int sk_group = kStreamK ? unit_step / p.tiles_m : 1;
   auto coords = [&](int tile, int& tm, int& tn) {
-    if constexpr (kStreamK)
-      if (slices > 1) {  // (work numbers stream-K tiles row by row)
-        tm = tile / tiles_n;
-        tn = tile - tm * tiles_n;
-        return;
-      }
     if constexpr (C::WALK_M)
       tile_coords(tile, pairs_n, pairs_m, C::GROUP_N, tn, tm);  // the same walk, M and N swapped
     else
@@ -390,31 +335,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       slice = int(rank);
       kb_begin = slice * kblocks / C::CLUSTER_K;
       kb_end = (slice + 1) * kblocks / C::CLUSTER_K;
-    } else if constexpr (kStreamK) {
-      if (slices == 1) {
-        tile = unit;
-        slice = 0;
-        kb_begin = 0;
-        kb_end = kblocks;
-        return;
-      }
-      // piece q of CTA c's range [b, e) of its row's K blocks; slice: the
-      // tile's pieces before this one (0: it holds the tile's first block)
-      const int G = unit_step, j = unit % G, q = unit / G, row = j / sk_group, c = j - row * sk_group;
-      const int b = int(unsigned(c) * unsigned(sk_blocks) / unsigned(sk_group));
-      const int e = int(unsigned(c + 1) * unsigned(sk_blocks) / unsigned(sk_group));
-      const int start = q == 0 ? b : (b / kblocks + q) * kblocks;
-      if (start >= e) {  // an empty unit: no copies, no MMAs, no store
-        tile = 0;
-        slice = 0;
-        kb_begin = kb_end = 0;
-        return;
-      }
-      const int col = start / kblocks;
-      tile = row * tiles_n + col;
-      kb_begin = start - col * kblocks;
-      kb_end = min(e - col * kblocks, kblocks);
-      slice = c - stream_k_cta(col * kblocks, sk_blocks, sk_group);
     } else if (unit < whole) {
       tile = unit;
       slice = 0;
@@ -570,14 +490,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
     work(unit, tile, slice, kb_begin, kb_end);
-    if constexpr (kStreamK)
-      if (kb_begin == kb_end) continue;  // (the producer copied nothing for it)
     coords(tile, tm, tn);
     const int n0 = tn * C::BN;
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    if constexpr (kStreamK)  // (computed here: ptxas otherwise moved them in among the first MMAs)
-      asm volatile("" ::"r"(tm), "r"(tn), "r"(slice), "r"(kb_begin), "r"(kb_end), "l"(ws_lo), "l"(ws_hi));
     const int boundary = (n0 / 128 + 1) * 128;  // first column of the next scale block
 
     float acc[NACC];
@@ -822,43 +738,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       ++xtiles;
     }
 
-    if constexpr (kStreamK) {
-      if (kb_begin > 0 || kb_end < kblocks) {  // a piece of a tile cut at a CTA boundary
-        // Partials [tile][slot][64-row slice][register][thread], as
-        // the split tiles' below; slot: the pieces before it in the tile.
-        const int tid = threadIdx.x % 128;
-        const bool rows_live = tm * C::BM + wg_row * 64 + warp * 16 < p.M;  // (as below)
-        constexpr int TILE_FLOATS = C::BM * C::BN;
-        float* slots = p.partials + size_t(tile) * C::SLICES * TILE_FLOATS + wg_row * NACC * 128 + tid;
-        if (kb_begin > 0) {  // another CTA holds the tile's first block and finishes it
-          if (rows_live) {
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) __stcg(slots + size_t(slice) * TILE_FLOATS + i * 128, acc[i]);
-          }
-          __threadfence();  // the partial is visible device-wide before the count says so
-          ptx::named_barrier(14, C::MATH_WG * 128);
-          if (threadIdx.x == 0) atomicAdd(p.counters + tile, 1);
-          continue;
-        }
-        const int t0 = tn * kblocks;  // the tile's first block in its row's run
-        const int pieces = stream_k_cta(t0 + kblocks - 1, sk_blocks, sk_group) -
-                           stream_k_cta(t0, sk_blocks, sk_group) + 1;
-        if (threadIdx.x == 0) {
-          // the other pieces' CTAs write theirs before any wait of their own
-          while (*reinterpret_cast<volatile int*>(p.counters + tile) < pieces - 1) __nanosleep(100);
-          p.counters[tile] = 0;  // ready for the next launch
-        }
-        ptx::named_barrier(14, C::MATH_WG * 128);
-        __threadfence();  // the partials are seen after their counts
-        if (rows_live) {
-          for (int j = 1; j < pieces; ++j) {  // in CTA order: the same bits every run
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(slots + size_t(j) * TILE_FLOATS + i * 128);
-          }
-        }
-      }
-    }
-    if constexpr (C::SLICES > 1 && !kStreamK) {
+    if constexpr (C::SLICES > 1) {
       if (slices > 1 && tile >= whole) {
         // This slice's partial tile to global memory (L2), laid out
         // [64-row slice][register][thread]: each store instruction writes
@@ -1093,50 +973,11 @@ struct Shim {
     return plan;
   }
 
-  // Stream-K (StreamK): every tile in its row's even run of K blocks
-  // (the kernel's run), as Split{SLICES, 0}, on stream_k_grid CTAs; else
-  // every tile whole, Split{1, tiles}: when the waves are full, or two or
-  // more (a row's A must stay in L2), or the run's blocks per CTA plus a
-  // fix-up (a partial tile written and read back) would not beat the tiles
-  // unsplit, or a tile would need more pieces than its SLICES partial
-  // slots, or a CTA more than kStreamKPieces.
-  static constexpr long kStreamKTailBlocks = 6;
-  // CTAs per tile row: as many as fit the SMs, at most SLICES per tile
-  static long stream_k_group(long tiles_m, long tiles_n, long max_units) {
-    const long most = max_units / tiles_m;
-    return most < tiles_n * C::SLICES ? most : tiles_n * C::SLICES;
-  }
-  static Split stream_k_plan(long tiles_m, long tiles_n, int kblocks, long max_units) {
-    const long tiles = tiles_m * tiles_n;
-    const Split unsplit{1, tiles};
-    if (tiles % max_units == 0 || tiles >= 2 * max_units || kblocks < C::SLICES) return unsplit;
-    const long g = stream_k_group(tiles_m, tiles_n, max_units);
-    const long long T = (long long)tiles_n * kblocks;
-    if (g < 1 || T < g || T * g >= (1LL << 31)) return unsplit;  // (a K block per CTA; 32-bit in the kernel)
-    const long unsplit_cost = (tiles + max_units - 1) / max_units * (kblocks + kUnitCostBlocks);
-    const long split_cost = long((T + g - 1) / g) + kUnitCostBlocks + kStreamKTailBlocks;
-    if (split_cost >= unsplit_cost) return unsplit;
-    for (long t = 0; t < tiles_n; ++t) {
-      const int t0 = int(t) * kblocks;
-      if (stream_k_cta(t0 + kblocks - 1, int(T), int(g)) - stream_k_cta(t0, int(T), int(g)) + 1 > C::SLICES)
-        return unsplit;
-    }
-    for (long j = 0; j < g; ++j) {
-      const long long b = j * T / g, e = (j + 1) * T / g;
-      if (e > b && (e - 1) / kblocks - b / kblocks + 1 > kStreamKPieces) return unsplit;
-    }
-    return Split{C::SLICES, 0};
-  }
-
   // The split a call at (M, N, K) on sm_count SMs uses (what prepare puts
   // in Params; the runtime reports it and the tests check the rule).
   static bool split_at(int M, int N, int K, int sm_count, Split& plan) {
     if (M < 1 || N < 1 || K < kBlockK || sm_count < C::CLUSTER) return false;
     const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-    if constexpr (StreamK<C>::value) {
-      plan = stream_k_plan((M + C::BM - 1) / C::BM, (N + C::BN - 1) / C::BN, K / kBlockK, sm_count);
-      return true;
-    }
     plan = split_for(tiles, K / kBlockK, sm_count / C::CLUSTER);
     return true;
   }
@@ -1222,8 +1063,6 @@ struct Shim {
                                            ((p.tiles_n + C::CLUSTER_N - 1) / C::CLUSTER_N);
     const long max_units = sm_count / C::CLUSTER;
     grid[0] = unsigned((units < max_units ? units : max_units) * C::CLUSTER);
-    if constexpr (StreamK<C>::value)  // a group of CTAs per tile row
-      if (plan.slices > 1) grid[0] = unsigned(stream_k_group(p.tiles_m, p.tiles_n, max_units) * p.tiles_m);
     grid[1] = grid[2] = 1;
     std::memcpy(out, &p, sizeof(p));
     return kOk;
