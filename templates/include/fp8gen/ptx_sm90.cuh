@@ -82,6 +82,16 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+// The same barrier with a relaxed arrive: no memory fence (a release at
+// cluster scope is a GPU-wide one, which waits for every outstanding
+// global access). For barrier inits made visible by fence_barrier_init.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 // Arrives on the barrier at `bar`'s shared-memory offset in CTA `rank` of
 // the cluster. Release at CTA scope (the default), as for a local arrive:
 // .release.cluster made every arrive a cluster-wide fence and halved the

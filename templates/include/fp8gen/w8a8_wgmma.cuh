@@ -361,10 +361,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     }
     ptx::fence_barrier_init();
   }
-  if constexpr (C::CLUSTER > 1)
-    ptx::cluster_sync();  // the peer's barriers exist before any copy or arrive reaches them
-  else
+  if constexpr (C::PAIR > 1) {
+    // the peer's barriers exist before any copy or arrive reaches them (their
+    // inits are released by fence_barrier_init; a releasing arrive here cost
+    // a GPU-wide fence)
+    ptx::cluster_arrive_relaxed();
+    ptx::cluster_wait();
+  } else if constexpr (C::CLUSTER > 1) {
+    ptx::cluster_sync();  // the peers' barriers exist before any copy or arrive reaches them
+  } else {
     __syncthreads();
+  }
   // Programmatic dependent launch: the barriers above were set up, and the
   // tensor maps (kernel parameters, which no kernel writes) are fetched,
   // while the kernel before this one on the stream may still be running.
@@ -459,6 +466,21 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // CTAs wait on the SMs this grid leaves idle, and long calls with
       // idle SMs ran 4-12 % slower (5120x17408, M=64: 33.6 us against 30.0).
       ptx::launch_dependents();
+      if constexpr (C::PAIR > 1) {
+        // A pair's CTA leaves only when no arrive of its peer can still reach
+        // its barriers: every stage it filled was released by both CTAs'
+        // math warps (the peer's copies into this CTA's stages were all
+        // waited for by its own math warps). A cluster barrier at the end
+        // did this, with a GPU-wide fence in every thread, and the pairs
+        // took 1.05-1.15x the time of the 1-CTA tiles (H200).
+        for (int i = 0; i < C::STAGES; ++i) {
+          ptx::mbar_wait(empty(stage), phase ^ 1);
+          if (++stage == C::STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
     }
   } else {
   // ---- math warpgroups ----
@@ -895,8 +917,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   if constexpr (kOrdered)
     if (wg == 0) ptx::named_barrier(3, 256);  // warpgroup 1's last pass of the turn
   }
-  // no CTA leaves while its peer may still arrive on its barriers
-  if constexpr (C::CLUSTER > 1) ptx::cluster_sync();
+  // no CTA leaves while its peer may still arrive on its barriers (a pair:
+  // its producer's tail above)
+  if constexpr (C::CLUSTER > 1 && C::PAIR == 1) ptx::cluster_sync();
 }
 
 #else  // FP8GEN_HOST_SHIM
