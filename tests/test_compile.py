@@ -226,15 +226,16 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
             access = [i for i, line in enumerate(lines) if GLOBAL_ACCESS.search(line.split(";")[0])]
             # (SYNCS.ARRIVE...RED is an mbarrier arrive in shared memory, not a global RED)
             early = [lines[i].strip() for i in access if i < wait and "SYNCS." not in lines[i]]
-            if tuple(e.cluster) == (1, 1, 1):
-                # kEarlyWeights (a flag in Params): the first W boxes by TMA,
-                # and in _ws instances their weight scales by cp.async, may
-                # be copied before the wait; nothing else is read or written
+            if not e.params.get("cluster_k", 1) > 1:
+                # kEarlyWeights (a flag in Params): the first W boxes by TMA
+                # (a pair's too, multicast along M), and in _ws instances
+                # their weight scales by cp.async, may be copied before the
+                # wait; nothing else is read or written
                 assert early and all(re.search(r"\b(UTMALDG|LDGSTS)\b", x) for x in early), \
                     f"{e.name}: before the grid dependency wait: {early}"
                 assert any("UTMALDG" in x for x in early), f"{e.name}: no early weight copy"
                 assert any("LDGSTS" in x for x in early) == bool(e.params.get("ws_stage")), e.name
-            else:  # clusters never read early
+            else:  # the cluster K split never reads early
                 assert not early, f"{e.name}: {early[0]} before the grid dependency wait"
             # and it lets the next call launch once its copies are issued
             # (griddepcontrol.launch_dependents: PREEXIT), after its last load

@@ -387,12 +387,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // has finished (when that kernel's CTA leaves this SM) while DRAM idles.
   // W does not depend on that kernel (kEarlyWeights), so the copies of the
   // first unit's first kEarlyStages W boxes (and weight scales) start now;
-  // only A and its scales wait. Not more boxes, and not in clusters: loads
-  // in flight when the kernel ahead finishes delay this grid's release from
-  // the wait (H200: by 0.4-1.3 us with every stage early), and the cluster
-  // K split was 2-3 % slower even with 4 (HARDWARE.toml has the A/B).
+  // only A and its scales wait. Not more boxes: loads in flight when the
+  // kernel ahead finishes delay this grid's release from the wait (H200: by
+  // 0.4-1.3 us with every stage early). Not in the cluster K split, which
+  // was 2-3 % slower even with 4 (HARDWARE.toml has the A/B). A pair's CTAs
+  // share their first unit, so each sends its usual part of the weight side
+  // (along M: its half of the W box, to both) for the same stages; the
+  // cluster barrier above made the peer's barriers ready for it.
   int early = 0;  // stages of the first unit whose weight side is in flight
-  if (C::CLUSTER == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
+  if (C::CLUSTER_K == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
     int tile, slice, tm, tn, kb_begin, kb_end;
     work(first_unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
@@ -408,7 +411,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         ptx::cp_async_mbar_arrive(full(s));
       }
       ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);  // A's bytes, copied after the wait, count too
-      ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+      if constexpr (C::CLUSTER_M > 1)
+        ptx::tma_load_2d_multicast(w_base + s * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(s),
+                                   kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+      else
+        ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
     }
   }
   ptx::grid_dependency_wait();
