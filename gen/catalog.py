@@ -588,9 +588,14 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:
             raise CatalogError(f"{self.name}: a cluster along M halves the W box: bn must be a multiple of 16")
-        # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary
+        # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary;
+        # two math warpgroups past 192 take the wide budget (240 each, 36 left
+        # for the rest; wgmma_gemm::Config::WIDE_REGS)
         acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
-        if acc_regs > math_regs - 40:
+        reserve = 40
+        if self.math_warpgroups == 2 and acc_regs > 192:
+            math_regs, reserve = 240, 36
+        if acc_regs > math_regs - reserve:
             raise CatalogError(f"{self.name}: bn={self.bn} with {self.temps} temporaries needs {acc_regs} "
                                f"accumulator registers per thread; a math warpgroup gets {math_regs}")
         if not 2 <= self.stages <= 16:

@@ -103,6 +103,12 @@ def test_wgmma_chunks_clusters_and_output_boxes_are_checked():
     W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2).check(hw)
     with pytest.raises(CatalogError, match="accumulator registers"):
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2, temps=2).check(hw)
+    # two math warpgroups take the wide budget past 192: 136 columns with two
+    # temporaries (204) fit it, 144 (216) do not; one warpgroup keeps 240
+    W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=136, stages=5, temps=2).check(hw)
+    for bm, bn in ((128, 144), (64, 136)):
+        with pytest.raises(CatalogError, match="accumulator registers"):
+            W8A8WgmmaSpec(arch="sm_90a", bm=bm, bn=bn, stages=5, temps=2).check(hw)
     with pytest.raises(CatalogError, match="n_chunks"):
         W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=6, ksplit=2, n_chunks=2).check(hw)
     with pytest.raises(CatalogError, match="1x1, 2x1 or 1x2"):
