@@ -73,6 +73,33 @@ def test_every_sm90a_kernel_is_clean(sm90a_built):
         assert not re.search(r"\b(LDL|STL)\b", text), f"{spec.name} uses local memory"
 
 
+def test_register_reallocation_fits_the_launch_allotment(sm90a_built):
+    """setmaxnreg moves registers between the warpgroups of a CTA, within
+    what the CTA was launched with (ptxas's count x its threads). A
+    warpgroup's increase that asks for more than the others gave back waits
+    forever (seen on the H200: a 128x136 tile with a 32-register producer
+    and two 240-register math warpgroups, 512 > 3 x 168, hung)."""
+    from runtime import manifest
+    from runtime.paths import manifest_path
+
+    _, entries = manifest.load(manifest_path("sm_90a"))
+    checked = 0
+    for e in entries:
+        text = sass(sm90a_built / f"{e.name}.cubin")
+        dealloc = [int(v, 16) for v in re.findall(r"USETMAXREG\.DEALLOC\S* (0x[0-9a-f]+)", text)]
+        alloc = [int(v, 16) for v in re.findall(r"USETMAXREG\.TRY_ALLOC\S* \w+, (0x[0-9a-f]+)", text)]
+        if not (dealloc or alloc):
+            continue
+        assert len(set(dealloc)) == 1 and len(set(alloc)) <= 1, f"{e.name}: {dealloc} {alloc}"
+        groups = e.threads // 128  # one producer warpgroup, the rest math
+        math = alloc[0] if alloc else e.registers  # (four math warpgroups keep the launch's count)
+        total = dealloc[0] + (groups - 1) * math
+        assert total <= groups * e.registers, \
+            f"{e.name}: {dealloc[0]} + {groups - 1} x {math} registers > {groups} x {e.registers} at launch"
+        checked += 1
+    assert checked >= sum(e.family == "w8a8_wgmma" for e in entries)
+
+
 def test_a_rebuilt_shim_is_byte_identical(sm90a_built):
     """Host shims, like cubins, are reproducible: rebuilding one by the same
     ninja rule gives the bytes the manifest's sha256 records (nvcc's default

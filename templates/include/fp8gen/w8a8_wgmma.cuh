@@ -156,13 +156,17 @@ struct Config {
   static constexpr int ACC_REGS = BN / 2 + TEMPS * CHUNK_N / 2;
   // Two math warpgroups whose total and temporaries pass 192 registers (a
   // 136-wide tile with two temporaries: 204) take 240 each and leave the
-  // producer 32 (32 + 2 x 240 warpgroup-slices of 128 threads = 64K).
+  // producer 24. The three warpgroups share what the CTA was launched with,
+  // 168 per thread (65536 / 384, in steps of 8): 24 + 2 x 240 = 3 x 168. An
+  // increase past what the others gave back waits forever (a 32-register
+  // producer hung on the H200).
   static constexpr bool WIDE_REGS = MATH_WG == 2 && ACC_REGS > 192;
-  static constexpr int PRODUCER_REGS = WIDE_REGS ? 32 : 40;
+  static constexpr int PRODUCER_REGS = WIDE_REGS ? 24 : 40;
   // Four math warpgroups keep the launch's allotment (65536 / 640 threads):
   // growing them would need more than the producer gives back, and
   // setmaxnreg.inc waits until the pool has it.
   static constexpr int MATH_REGS = MATH_WG == 1 ? 240 : MATH_WG == 2 ? (WIDE_REGS ? 240 : 232) : 0;
+  static_assert(MATH_WG != 2 || PRODUCER_REGS + 2 * MATH_REGS <= 3 * 168, "the reallocation fits the launch's registers");
   // A tile may straddle two 128-row weight-scale blocks unless BN divides 128.
   static constexpr bool MAY_STRADDLE = (128 % BN) != 0;
 
