@@ -253,7 +253,8 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
             access = [i for i, line in enumerate(lines) if GLOBAL_ACCESS.search(line.split(";")[0])]
             # (SYNCS.ARRIVE...RED is an mbarrier arrive in shared memory, not a global RED)
             early = [lines[i].strip() for i in access if i < wait and "SYNCS." not in lines[i]]
-            if not e.params.get("cluster_k", 1) > 1:
+            pair = tuple(e.cluster) != (1, 1, 1) and e.params.get("cluster_k", 1) == 1
+            if not (e.params.get("cluster_k", 1) > 1 or (pair and e.params.get("ws_stage"))):
                 # kEarlyWeights (a flag in Params): the first W boxes by TMA
                 # (a pair's too, multicast along M), and in _ws instances
                 # their weight scales by cp.async, may be copied before the
@@ -262,7 +263,7 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
                     f"{e.name}: before the grid dependency wait: {early}"
                 assert any("UTMALDG" in x for x in early), f"{e.name}: no early weight copy"
                 assert any("LDGSTS" in x for x in early) == bool(e.params.get("ws_stage")), e.name
-            else:  # the cluster K split never reads early
+            else:  # the cluster K split and the pairs with ws_stage never read early
                 assert not early, f"{e.name}: {early[0]} before the grid dependency wait"
             # and it lets the next call launch once its copies are issued
             # (griddepcontrol.launch_dependents: PREEXIT), after its last load

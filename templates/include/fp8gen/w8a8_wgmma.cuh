@@ -404,9 +404,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // was 2-3 % slower even with 4 (HARDWARE.toml has the A/B). A pair's CTAs
   // share their first unit, so each sends its usual part of the weight side
   // (along M: its half of the W box, to both) for the same stages; the
-  // cluster barrier above made the peer's barriers ready for it.
+  // cluster barrier above made the peer's barriers ready for it. Not in the
+  // pairs with weight scales in the stage: built with early weights, they
+  // took 1.009-1.013x the time, at M >= 256 too, where the few early copies
+  // cannot matter (ptxas scheduled their math loops differently; the other
+  // pairs took 0.983-0.990x; HARDWARE.toml has the A/B).
+  constexpr bool kEarly = C::CLUSTER_K == 1 && !(C::PAIR > 1 && C::WS_STAGE);
   int early = 0;  // stages of the first unit whose weight side is in flight
-  if (C::CLUSTER_K == 1 && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
+  if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
     int tile, slice, tm, tn, kb_begin, kb_end;
     work(first_unit, tile, slice, kb_begin, kb_end);
     coords(tile, tm, tn);
