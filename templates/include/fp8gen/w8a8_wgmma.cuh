@@ -410,6 +410,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // cannot matter (ptxas scheduled their math loops differently; the other
   // pairs took 0.983-0.990x; HARDWARE.toml has the A/B).
   constexpr bool kEarly = C::CLUSTER_K == 1 && !(C::PAIR > 1 && C::WS_STAGE);
+  // Stage s's W box at block kb of column tile tn (a pair along M: this
+  // CTA's half of the box, to both CTAs).
+  auto copy_weight = [&](int s, int kb, int tn) {
+    if constexpr (C::CLUSTER_M > 1)
+      ptx::tma_load_2d_multicast(w_base + s * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(s),
+                                 kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+    else
+      ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+  };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -427,11 +436,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         ptx::cp_async_mbar_arrive(full(s));
       }
       ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);  // A's bytes, copied after the wait, count too
-      if constexpr (C::CLUSTER_M > 1)
-        ptx::tma_load_2d_multicast(w_base + s * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(s),
-                                   kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
-      else
-        ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+      copy_weight(s, kb, tn);
     }
   }
   ptx::grid_dependency_wait();
@@ -468,13 +473,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
                                        kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
           else
             ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
-          if (!weight_sent) {
-            if constexpr (C::CLUSTER_M > 1)  // this CTA's half of the pair's W box, to both
-              ptx::tma_load_2d_multicast(w_base + stage * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w,
-                                         full(stage), kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
-            else
-              ptx::tma_load_2d(w_base + stage * C::W_BYTES, &p.tma_w, full(stage), kb * kBlockK, tn * C::BN);
-          }
+          if (!weight_sent) copy_weight(stage, kb, tn);
           if constexpr (C::BLOCK_SCALES)
             ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
