@@ -253,8 +253,9 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
             access = [i for i, line in enumerate(lines) if GLOBAL_ACCESS.search(line.split(";")[0])]
             # (SYNCS.ARRIVE...RED is an mbarrier arrive in shared memory, not a global RED)
             early = [lines[i].strip() for i in access if i < wait and "SYNCS." not in lines[i]]
-            pair = tuple(e.cluster) != (1, 1, 1) and e.params.get("cluster_k", 1) == 1
-            if not (e.params.get("cluster_k", 1) > 1 or (pair and e.params.get("ws_stage"))):
+            # (wgmma_gemm::run's kEarly: not in the cluster K split, nor in a pair with ws_stage)
+            pair = e.params.get("cluster_m", 1) * e.params.get("cluster_n", 1) > 1
+            if e.params.get("cluster_k", 1) == 1 and not (pair and e.params.get("ws_stage")):
                 # kEarlyWeights (a flag in Params): the first W boxes by TMA
                 # (a pair's too, multicast along M), and in _ws instances
                 # their weight scales by cp.async, may be copied before the
