@@ -457,6 +457,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # a 128-row tile's two warpgroups issue their MMA groups in turn (name:
     # _oi; wgmma_gemm::OrderedIssue)
     ordered: bool = False
+    # a tile width that is not a multiple of 64 stages its output for a TMA
+    # store as one unswizzled box of bn columns per 64 rows instead of storing
+    # straight from registers (name: _rb; wgmma_gemm::RowBoxEpilogue)
+    row_box: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -469,7 +473,8 @@ class W8A8WgmmaSpec(KernelSpec):
 
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
-                    split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered)
+                    split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
+                    row_box=self.row_box)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -497,8 +502,9 @@ class W8A8WgmmaSpec(KernelSpec):
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
+        rb = "_rb" if self.row_box else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -514,7 +520,10 @@ class W8A8WgmmaSpec(KernelSpec):
         # (the activation scales; with ws_stage 16 bytes more for the block's weight scales)
         sa_stride = -(-(self.bm * 4 + (16 if self.ws_stage else 0)) // 128) * 128
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
+        # (a row box: one 64 x bn box per 64 rows)
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
+        if self.row_box:
+            out_tile = self.bm * self.bn * 2
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
         slice_flag = 16 if self.kslices > 1 else 0
         cluster_sums = (self.cluster_k - 1) * self.bm * self.bn * 4 + (16 if self.cluster_k > 1 else 0)
@@ -579,6 +588,10 @@ class W8A8WgmmaSpec(KernelSpec):
                                f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")
         if self.stmatrix and self.bn % 64:
             raise CatalogError(f"{self.name}: stmatrix stages the TMA-store epilogue's tile (bn a multiple of 64)")
+        if self.row_box and (self.bn % 16 != 8 or self.out_boxes or self.stmatrix):
+            # rows bn * 2 bytes apart: 4 banks apart mod 32 only when bn % 16 == 8
+            raise CatalogError(f"{self.name}: a row box stages a tile whose width is 8 mod 16 (conflict-free "
+                               "unswizzled rows), whole and with 32-bit stores")
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")

@@ -188,6 +188,31 @@ def test_stmatrix_and_ordered_twins_are_named_rendered_and_checked():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=80, stages=8, temps=2, stmatrix=True).check(hw)
 
 
+def test_row_box_twins_stage_a_whole_unswizzled_box():
+    """Row-box twins (_rb) keep the base's Config and specialize
+    RowBoxEpilogue before Config is first used (the host shim reads it to
+    encode the store box). Their shared memory gains one 64 x bn bf16 box per
+    warpgroup. Only widths 8 mod 16 (conflict-free unswizzled rows), staged
+    whole with 32-bit stores, are accepted."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=136, stages=5, temps=2, split_paths=True)
+    rb = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=136, stages=5, temps=2, split_paths=True, row_box=True)
+    rb.check(hw)
+    assert rb.name.endswith("_t2_sp_rb_sm90a") and base.config_args() == rb.config_args()
+    assert rb.dynamic_smem - base.dynamic_smem == 2 * 64 * 136 * 2
+    text = render(rb)
+    trait = "template <> struct wg::RowBoxEpilogue<Config> { static constexpr bool value = true; };"
+    assert trait in text and "RowBoxEpilogue" not in render(base)
+    # before the first use of Config's members and outside the cubin-only part
+    assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
+    for bad in (dict(bm=128, bn=128, stages=5, temps=2), dict(bm=128, bn=80, stages=7, temps=2),
+                dict(bm=64, bn=136, stages=8, stmatrix=True)):
+        with pytest.raises(CatalogError, match="row box|stmatrix"):
+            W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
+
+
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only

@@ -43,7 +43,8 @@ struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows (fewer when M is), 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
   CUtensorMap tma_sa;  // A scales: box BM tokens (fewer when M is) x 1 K block
-  CUtensorMap tma_out; // out: box 64 columns x 64 rows of bf16, 128-byte swizzle (TMA-store epilogue)
+  CUtensorMap tma_out; // out: box 64 columns x 64 rows of bf16, 128-byte swizzle (TMA-store epilogue;
+                       // a row box: BN columns, no swizzle)
   const float* w_scale;  // block: [ceil(N/128), K/128]; per-row: [N]; per-tensor: unused
   const float* a_scale;  // per-row: per-token [M]; per-tensor: the output scale (a device scalar)
   __nv_bfloat16* out;
@@ -68,6 +69,18 @@ struct Params {
   // does, runtime/projection.py), so the first stages' W boxes may be
   // copied before the grid-dependency wait.
   uint32_t flags;
+};
+
+// A tile whose width is not a multiple of 64 (BN % 16 == 8: 136, 40) stages
+// its bf16 output for a TMA store as one unswizzled box of BN columns per 64
+// rows, instead of storing each thread's column pairs straight to global
+// memory. Rows BN * 2 bytes apart (4 banks mod 32 when BN % 16 == 8) keep the
+// staging stores conflict-free. A trait (declared before Config, which reads
+// it, and visible to the host shim, which encodes the box) for the reason
+// SplitPaths gives below: the instances without it keep their cubins.
+template <class C>
+struct RowBoxEpilogue {
+  static constexpr bool value = false;
 };
 
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
@@ -128,13 +141,18 @@ struct Config {
   static constexpr bool WS_STAGE = WS_STAGE_ && BLOCK_SCALES;
   static constexpr int SA_STRIDE = (SA_BYTES + (WS_STAGE ? 16 : 0) + 127) / 128 * 128;
   // The epilogue stages bf16 tiles in shared memory and stores them by TMA
-  // in boxes of 64 columns; other widths store straight from registers.
-  static constexpr bool TMA_STORE = BN % 64 == 0;
-  static constexpr int OUT_BOX_BYTES = 64 * 128;  // 64 rows x 64 bf16
+  // in boxes of 64 columns (128-byte swizzle), or with ROW_BOX in one box of
+  // BN columns (RowBoxEpilogue); other widths store straight from registers.
+  static constexpr bool ROW_BOX = RowBoxEpilogue<Config>::value;
+  static constexpr bool TMA_STORE = BN % 64 == 0 || ROW_BOX;
+  static constexpr int OUT_BOX_BYTES = ROW_BOX ? 64 * BN * 2 : 64 * 128;  // 64 rows x 64 (BN) bf16
   // Boxes staged at once per warpgroup (0: the whole row of BN / 64). Fewer
   // stage the tile in passes, leaving shared memory for another pipeline
   // stage (6 x 128x128 stages and a whole staged tile exceed 227 KB).
-  static constexpr int OUT_BOXES = TMA_STORE ? (OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / 64) : 0;
+  static constexpr int OUT_BOXES = TMA_STORE ? (ROW_BOX ? 1 : OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / 64) : 0;
+  static constexpr int OUT_PASSES = TMA_STORE ? (ROW_BOX ? 1 : BN / 64 / OUT_BOXES) : 0;
+  static_assert(!ROW_BOX || (BN % 16 == 8 && OUT_BOXES_ == 0),
+                "a row box: a width whose staging rows are conflict-free (BN % 16 == 8), staged whole");
   static constexpr int OUT_BYTES = ROW_WG * OUT_BOXES * OUT_BOX_BYTES;
   // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
   static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
@@ -863,16 +881,30 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     if constexpr (C::TMA_STORE) {
       // ---- epilogue: bf16 into this warpgroup's 64-row slice of shared
       // memory (128-byte swizzle: conflict-free), then TMA stores of 64x64
-      // boxes that clip ragged rows and columns, OUT_BOXES boxes per pass.
+      // boxes that clip ragged rows and columns, OUT_BOXES boxes per pass
+      // (a row box: one unswizzled 64 x BN box, one pass).
       // The stores run on while the next tile's MMAs start; the slice is
       // reused only after they read it.
       const bool leader = threadIdx.x % 128 == 0;
       const uint32_t slice = out_base + wg_row * C::OUT_BOXES * C::OUT_BOX_BYTES;
 #pragma unroll
-      for (int pass = 0; pass < C::BN / 64 / C::OUT_BOXES; ++pass) {
+      for (int pass = 0; pass < C::OUT_PASSES; ++pass) {
         if (leader) ptx::bulk_wait_read<0>();
         ptx::named_barrier(1 + wg, 128);
-        if constexpr (StmatrixEpilogue<C>::value) {
+        if constexpr (C::ROW_BOX) {
+          // rows r and r + 8 of the slice, BN * 2 bytes each, no swizzle
+          const int r = warp * 16 + lane / 4;
+#pragma unroll
+          for (int c = 0; c < C::BN / 8; ++c) {
+            const uint32_t at = slice + r * (C::BN * 2) + c * 16 + (lane % 4) * 4;
+            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
+            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(*reinterpret_cast<const uint32_t*>(&v0))
+                         : "memory");
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + 8 * (C::BN * 2)),
+                         "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+          }
+        } else if constexpr (StmatrixEpilogue<C>::value) {
           // stmatrix x4 of column groups c and c + 1: matrix j holds rows 0-7
           // (j even) or 8-15 (j odd) of the warp's 16, columns 8 (c + j / 2)
           // .. +7; lane t gives the row address of matrix t / 8
@@ -906,10 +938,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         ptx::fence_proxy_async_smem();
         ptx::named_barrier(1 + wg, 128);
         if (leader) {
+          if constexpr (C::ROW_BOX) {
+            ptx::tma_store_2d(&p.tma_out, slice, n0, tm * C::BM + wg_row * 64);
+          } else {
 #pragma unroll
-          for (int b = 0; b < C::OUT_BOXES; ++b)
-            ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
-                              tm * C::BM + wg_row * 64);
+            for (int b = 0; b < C::OUT_BOXES; ++b)
+              ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
+                                tm * C::BM + wg_row * 64);
+          }
           ptx::bulk_commit();
         }
       }
@@ -1077,8 +1113,9 @@ struct Shim {
                    CU_TENSOR_MAP_SWIZZLE_128B) ||
         (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
                                        uint64_t(ld_sfa) * 4, sa_tokens, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
-        (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2, 64, 64,
-                                    CU_TENSOR_MAP_SWIZZLE_128B)))
+        (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2,
+                                    C::ROW_BOX ? C::BN : 64, 64,
+                                    C::ROW_BOX ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
     p.w_scale = sfw;
     p.a_scale = sfa;
