@@ -588,10 +588,13 @@ class W8A8WgmmaSpec(KernelSpec):
                                f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")
         if self.stmatrix and self.bn % 64:
             raise CatalogError(f"{self.name}: stmatrix stages the TMA-store epilogue's tile (bn a multiple of 64)")
-        if self.row_box and (self.bn % 16 != 8 or self.out_boxes or self.stmatrix):
-            # rows bn * 2 bytes apart: 4 banks apart mod 32 only when bn % 16 == 8
-            raise CatalogError(f"{self.name}: a row box stages a tile whose width is 8 mod 16 (conflict-free "
-                               "unswizzled rows), whole and with 32-bit stores")
+        if self.row_box and (self.bn % 64 == 0 or (self.bn % 16 != 8 and self.bn % 32 != 16) or self.out_boxes
+                             or self.stmatrix):
+            # rows bn * 2 bytes apart: 4 banks apart mod 32 when bn % 16 == 8
+            # (conflict-free), 8 or 24 when bn % 32 == 16 (2-way)
+            raise CatalogError(f"{self.name}: a row box stages a tile whose width is not a multiple of 64 and is "
+                               "8 mod 16 or 16 mod 32 (unswizzled rows, at most 2-way bank conflicts), whole and "
+                               "with 32-bit stores")
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")

@@ -192,8 +192,9 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
     """Row-box twins (_rb) keep the base's Config and specialize
     RowBoxEpilogue before Config is first used (the host shim reads it to
     encode the store box). Their shared memory gains one 64 x bn bf16 box per
-    warpgroup. Only widths 8 mod 16 (conflict-free unswizzled rows), staged
-    whole with 32-bit stores, are accepted."""
+    warpgroup. Only widths off the 64 multiples whose unswizzled rows
+    conflict at most 2-way (8 mod 16, 16 mod 32), staged whole with 32-bit
+    stores, are accepted."""
     from gen.render import render
 
     hw = load_hardware("sm_90a")
@@ -207,8 +208,9 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
     assert trait in text and "RowBoxEpilogue" not in render(base)
     # before the first use of Config's members and outside the cubin-only part
     assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
-    for bad in (dict(bm=128, bn=128, stages=5, temps=2), dict(bm=128, bn=80, stages=7, temps=2),
-                dict(bm=64, bn=136, stages=8, stmatrix=True)):
+    W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=80, stages=7, temps=2, split_paths=True, row_box=True).check(hw)
+    for bad in (dict(bm=128, bn=128, stages=5, temps=2), dict(bm=128, bn=160, stages=5),
+                dict(bm=64, bn=32, stages=16, temps=2), dict(bm=64, bn=136, stages=8, stmatrix=True)):
         with pytest.raises(CatalogError, match="row box|stmatrix"):
             W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
 

@@ -71,11 +71,12 @@ struct Params {
   uint32_t flags;
 };
 
-// A tile whose width is not a multiple of 64 (BN % 16 == 8: 136, 40) stages
-// its bf16 output for a TMA store as one unswizzled box of BN columns per 64
-// rows, instead of storing each thread's column pairs straight to global
-// memory. Rows BN * 2 bytes apart (4 banks mod 32 when BN % 16 == 8) keep the
-// staging stores conflict-free. A trait (declared before Config, which reads
+// A tile whose width is not a multiple of 64 (136, 80) stages its bf16
+// output for a TMA store as one unswizzled box of BN columns per 64 rows,
+// instead of storing each thread's column pairs straight to global memory.
+// A warp's 32-bit staging store covers 8 rows BN * 2 bytes apart: 4 banks
+// apart mod 32 when BN % 16 == 8 (conflict-free), 8 or 24 when BN % 32 == 16
+// (two rows per bank: 2-way). A trait (declared before Config, which reads
 // it, and visible to the host shim, which encodes the box) for the reason
 // SplitPaths gives below: the instances without it keep their cubins.
 template <class C>
@@ -151,8 +152,9 @@ struct Config {
   // stage (6 x 128x128 stages and a whole staged tile exceed 227 KB).
   static constexpr int OUT_BOXES = TMA_STORE ? (ROW_BOX ? 1 : OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / 64) : 0;
   static constexpr int OUT_PASSES = TMA_STORE ? (ROW_BOX ? 1 : BN / 64 / OUT_BOXES) : 0;
-  static_assert(!ROW_BOX || (BN % 16 == 8 && OUT_BOXES_ == 0),
-                "a row box: a width whose staging rows are conflict-free (BN % 16 == 8), staged whole");
+  static_assert(!ROW_BOX || ((BN % 16 == 8 || BN % 32 == 16) && OUT_BOXES_ == 0),
+                "a row box: a width whose staging stores conflict at most 2-way (BN % 16 == 8 or BN % 32 == 16), "
+                "staged whole");
   static constexpr int OUT_BYTES = ROW_WG * OUT_BOXES * OUT_BOX_BYTES;
   // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
   static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
