@@ -306,6 +306,16 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
   tn = first_n + local % width;
 }
 
+// One 8-column group of a warp's accumulator fragment into the epilogue's
+// staging tile as bf16: this thread's column pair of row r (acc[0..1]) at
+// `lo` and of row r + 8 (acc[2..3]) at `hi`.
+__device__ __forceinline__ void stage_bf16_pairs(uint32_t lo, uint32_t hi, const float* acc) {
+  const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[0], acc[1]);
+  const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[2], acc[3]);
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(lo), "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(hi), "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+}
+
 template <class C>
 __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   using ptx::smem_addr;
@@ -899,12 +909,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
           for (int c = 0; c < C::BN / 8; ++c) {
             const uint32_t at = slice + r * (C::BN * 2) + c * 16 + (lane % 4) * 4;
-            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(*reinterpret_cast<const uint32_t*>(&v0))
-                         : "memory");
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + 8 * (C::BN * 2)),
-                         "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+            stage_bf16_pairs(at, at + 8 * (C::BN * 2), acc + 4 * c);
           }
         } else if constexpr (StmatrixEpilogue<C>::value) {
           // stmatrix x4 of column groups c and c + 1: matrix j holds rows 0-7
@@ -929,12 +934,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {
             const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
             const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk),
-                         "r"(*reinterpret_cast<const uint32_t*>(&v0)) : "memory");
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk),
-                         "r"(*reinterpret_cast<const uint32_t*>(&v1)) : "memory");
+            stage_bf16_pairs(box + r * 128 + chunk, box + (r + 8) * 128 + chunk, acc + 4 * c);
           }
         }
         ptx::fence_proxy_async_smem();
