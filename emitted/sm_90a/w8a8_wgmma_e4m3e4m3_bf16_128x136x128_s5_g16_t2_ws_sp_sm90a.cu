@@ -24,10 +24,7 @@ struct wg::Wgmma<136> {
 };
 
 // The two-temporary K loop built once per weight-scale split point.
-template <>
-struct wg::SplitPaths<Config> {
-  static constexpr bool value = true;
-};
+template <> struct wg::SplitPaths<Config> { static constexpr bool value = true; };
 
 extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x136x128_s5_g16_t2_ws_sp_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
