@@ -353,6 +353,95 @@ def cmd_bench_ffn(args) -> int:
     return bench_ffn(M=args.m, hidden=args.hidden, intermediate=args.intermediate, seed=args.seed)
 
 
+def _kernel_names(values: List[str]) -> List[str]:
+    """--kernel values, each repeatable and comma-separated, in order, once each."""
+    out: List[str] = []
+    for v in values:
+        for name in (n.strip() for n in v.split(",") if n.strip()):
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def cmd_probe_build(args) -> int:
+    from gen.probe.build import build_probes
+    from gen.probe.variants import parse
+
+    variants = parse(args.variants)
+    names = _kernel_names(args.kernel)
+    t0 = time.monotonic()
+    built = build_probes(args.arch, names, variants, jobs=args.jobs)
+    print(f"{len(built)} probe builds under build/probe/{args.arch}/ ({time.monotonic() - t0:.1f} s); "
+          f"time them on the GPU with `python -m gen probe run`")
+    return 0
+
+
+def cmd_probe_run(args) -> int:
+    from gen.bench.report import write_json
+    from gen.probe.timing import parse_points, run
+    from gen.probe.variants import parse
+
+    try:
+        points = parse_points(args.points)
+    except ValueError as e:
+        raise SystemExit(f"--points: {e}") from None
+    if args.rounds < 1:
+        raise SystemExit("--rounds must be at least 1")
+    if args.sustained < 0:
+        raise SystemExit("--sustained takes seconds >= 0")
+    doc = run(arch=args.arch, kernels=_kernel_names(args.kernel), variants=parse(args.variants), points=points,
+              rounds=args.rounds, sustained_s=args.sustained, seed=args.seed, git_sha=args.git_sha or _git_sha())
+    from pathlib import Path
+
+    write_json(doc, Path(args.out))
+    print(f"wrote {args.out}")
+    if doc["unchanged_outputs"]:
+        print("probe builds whose output equals the built cubin's (their switch did not take effect): "
+              + "; ".join(doc["unchanged_outputs"]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _probe_parser(sub) -> None:
+    from gen.probe.variants import VARIANTS
+
+    listing = "; ".join(f"{v.name}: {v.keeps}" for v in VARIANTS.values())
+    pr = sub.add_parser("probe", help="time a w8a8_wgmma instance with parts of its K loop left out",
+                        description="What bounds an instance's K loop: `probe build` compiles it with one part left "
+                                    "out (preprocessor switches of w8a8_wgmma.cuh that `gen build` never sets), "
+                                    "`probe run` times the built cubin and those builds in turn at the same "
+                                    "points on the GPU. Probe builds compute wrong outputs by design; their "
+                                    f"times are bounds. Variants: {listing}.")
+    psub = pr.add_subparsers(dest="probe_cmd", metavar="{build,run}", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--arch", default="sm_90a", help="arch (default sm_90a)")
+    common.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated variants (default all: {', '.join(VARIANTS)})")
+    common.add_argument("--kernel", action="append", required=True, metavar="NAME",
+                        help="a w8a8_wgmma instance's full name; repeatable or comma-separated")
+    pb = psub.add_parser("build", parents=[common], help="compile the probe builds (no GPU)",
+                         description="Compiles each variant of each instance's emitted source with the pinned "
+                                     "nvcc and gen build's flags into build/probe/<arch>/<variant>/; the manifest "
+                                     "is not touched. The emitted sources must be current (`gen build`).")
+    pb.add_argument("--jobs", "-j", type=int, default=2, help="parallel nvcc jobs (default 2)")
+    pb.set_defaults(func=cmd_probe_build)
+    pn = psub.add_parser("run", parents=[common], help="time the built cubin against its probe builds (GPU)",
+                         description="At each point, checks the built cubin against float64 and that each probe "
+                                     "build's output differs from it, then times them in turn for --rounds rounds "
+                                     "(gen bench's events timing on rotated inputs; every other round reversed). "
+                                     "With --sustained S, each is also run back to back for S seconds, twice, "
+                                     "while nvidia-smi samples the SM clock and board power. Writes a JSON "
+                                     "record; exits 1 if a probe build's output equals the built one's.")
+    pn.add_argument("--points", required=True, help="comma-separated NxKxM, e.g. 7168x16384x1024,7168x16384x256")
+    pn.add_argument("--rounds", type=int, default=4, help="burst rounds per point (default 4)")
+    pn.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",
+                    help="also run each build back to back this long, sampling clock and power (default 0: off)")
+    pn.add_argument("--seed", type=int, default=0, help="random seed of the inputs (default 0)")
+    pn.add_argument("--git-sha", help="commit to record (default: git rev-parse HEAD)")
+    pn.add_argument("--out", default="probe.json", help="JSON record path (default probe.json)")
+    pn.set_defaults(func=cmd_probe_run)
+
+
 def _git_sha() -> str:
     """HEAD, marked "-dirty" when tracked files differ from it (a copied tree
     with a stale .git, e.g. on a lent GPU machine: pass --git-sha there)."""
@@ -512,6 +601,8 @@ def parser() -> argparse.ArgumentParser:
     tu.add_argument("--from-record", action="store_true",
                     help="derive from existing records without measuring (no GPU needed)")
     tu.set_defaults(func=cmd_tune)
+
+    _probe_parser(sub)
 
     bf = sub.add_parser("bench-ffn", help="time the dense FFN prefill vs torch bf16 and cuBLASLt-block FFNs (GPU)",
                         description="Times runtime.dense_ffn_prefill against a torch bf16 FFN and an FFN of "

@@ -70,6 +70,14 @@ class Runtime:
         return Ranker({name: k.entry for name, k in self._loaded.items()}, self.ctx.sm_count,
                       float(hardware.wave_model["call_cost_us"]), k_split)
 
+    def loaded(self, name: str):
+        """The loaded kernel `name` (its manifest entry, function and host
+        shim), for tools that inspect it or swap its function (gen probe)."""
+        try:
+            return self._loaded[name]
+        except KeyError:
+            raise LoadError(f"no kernel named {name!r} is built for {self.arch}") from None
+
     def pick(self, family: str, m: int, n: int, k: int) -> str:
         """The instance the measured dispatch table (else the tile rule) picks."""
         return choose(self.entries[family], self.dispatch, m, n, k).name

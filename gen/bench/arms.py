@@ -151,7 +151,9 @@ def _padded(ctx: Context, a):
     return rows
 
 
-def _activations(ctx: Context, M: int, K: int, count: int):
+def activations(ctx: Context, M: int, K: int, count: int):
+    """`count` rotated activation sets of [M, K]: bf16, its 1x128 quantization
+    in every layout the arms take, and the per-tensor and per-token forms."""
     from gen.bench.torch_ref import quantize_act, with_outliers
     from runtime.workspace import padded_rows
 
@@ -190,7 +192,7 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     torch = ctx.torch
     N, K = shape.N, shape.K
     ws = shape.sets
-    acts = _activations(ctx, M, K, len(ws))
+    acts = activations(ctx, M, K, len(ws))
     outs = [torch.empty(M, N, dtype=torch.bfloat16, device="cuda") for _ in ws]
     pairs = list(zip(acts, ws, outs))
     ref_w8a8 = dequant_act(acts[0]["a_q"], acts[0]["a_s"]) @ shape.w_deq0.T

@@ -39,6 +39,33 @@ enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // Stages whose W boxes may be copied before the grid-dependency wait (kEarlyWeights).
 constexpr int kEarlyStages = 4;
 
+// Probe builds (`python -m gen probe build`; `gen build` never defines
+// these): each leaves one part of the K loop out, so that what the rest
+// costs alone can be timed against the built cubin. Their outputs are wrong
+// by design; gen/probe/variants.py says what each one isolates.
+//   FP8GEN_PROBE_NO_COPIES: the producer issues no TMA copy; it arrives on
+//     each stage's "full" barrier without a byte count, so the math warps
+//     run on whatever the stage holds.
+//   FP8GEN_PROBE_NO_MMA: the math warps issue no wgmma (barriers, scale
+//     reads and the promotion stay).
+//   FP8GEN_PROBE_NO_PROMOTION: a block's temporary is not scaled into the
+//     total; one add per chunk keeps the MMAs' results live.
+#ifdef FP8GEN_PROBE_NO_COPIES
+constexpr bool kProbeNoCopies = true;
+#else
+constexpr bool kProbeNoCopies = false;
+#endif
+#ifdef FP8GEN_PROBE_NO_MMA
+constexpr bool kProbeNoMma = true;
+#else
+constexpr bool kProbeNoMma = false;
+#endif
+#ifdef FP8GEN_PROBE_NO_PROMOTION
+constexpr bool kProbeNoPromotion = true;
+#else
+constexpr bool kProbeNoPromotion = false;
+#endif
+
 struct Params {
   CUtensorMap tma_a;   // A: box 128 K-bytes x BM rows (fewer when M is), 128-byte swizzle
   CUtensorMap tma_w;   // W: box 128 K-bytes x BN rows, 128-byte swizzle
@@ -443,11 +470,22 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // Stage s's W box at block kb of column tile tn (a pair along M: this
   // CTA's half of the box, to both CTAs).
   auto copy_weight = [&](int s, int kb, int tn) {
-    if constexpr (C::CLUSTER_M > 1)
+    if constexpr (kProbeNoCopies)
+      return;
+    else if constexpr (C::CLUSTER_M > 1)
       ptx::tma_load_2d_multicast(w_base + s * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(s),
                                  kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
     else
       ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+  };
+  // The producer's arrive on stage s's "full" barrier, announcing the bytes
+  // its copies bring (a probe without copies announces none: the stage
+  // completes at the arrive).
+  auto announce = [&](int s) {
+    if constexpr (kProbeNoCopies)
+      ptx::mbar_arrive(full(s));
+    else
+      ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);
   };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
@@ -465,7 +503,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
         ptx::cp_async_mbar_arrive(full(s));
       }
-      ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);  // A's bytes, copied after the wait, count too
+      announce(s);  // A's bytes, copied after the wait, count too
       copy_weight(s, kb, tn);
     }
   }
@@ -496,15 +534,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
               if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
               ptx::cp_async_mbar_arrive(full(stage));
             }
-            ptx::mbar_arrive_expect_tx(full(stage), p.stage_tx);
+            announce(stage);
           }
-          if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
+          if constexpr (kProbeNoCopies)
+            (void)tm;
+          else if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
             ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
                                        kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
           else
             ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
           if (!weight_sent) copy_weight(stage, kb, tn);
-          if constexpr (C::BLOCK_SCALES)
+          if constexpr (C::BLOCK_SCALES && !kProbeNoCopies)
             ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
             stage = 0;
@@ -604,7 +644,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       const uint64_t da = da0 + uint32_t(s * (C::A_BYTES >> 4));
       const uint64_t dw = dw0 + uint32_t((s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4);
 #pragma unroll
-      for (int k = 0; k < kBlockK / 32; ++k) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
+      for (int k = 0; k < kBlockK / 32; ++k)
+        if constexpr (!kProbeNoMma) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
       if constexpr (kOrdered) ptx::named_barrier_arrive(4 - wg, 256);  // the other's turn
       sa0 = sa1 = 1.f;
@@ -648,6 +689,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       const float lo0 = sa0 * wsc_lo, lo1 = sa1 * wsc_lo;
       const float hi0 = sa0 * wsc_hi, hi1 = sa1 * wsc_hi;
       float* part = acc + ch * TACC;
+      if constexpr (kProbeNoPromotion) {
+        part[0] += t[TACC - 1];
+        return;
+      }
 #pragma unroll
       for (int c = 0; c < C::CHUNK_N / 8; ++c) {
         // columns n0 + ch * CHUNK_N + 8c .. +7 (scale blocks are 8-column aligned)

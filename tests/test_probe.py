@@ -1,0 +1,143 @@
+"""gen probe: the probe switches exist where the variants say, each probe
+build leaves out exactly its part (SASS), and on the GPU a probe run swaps
+the builds in, times them and puts the built function back."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gen.cachekey import INCLUDE_DIR
+from gen.probe.timing import parse_points
+from gen.probe.variants import HEADER, VARIANTS, parse
+from runtime.errors import CatalogError
+from runtime.paths import REPO_ROOT
+
+SMALL = "w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_t2_sm90a"
+
+
+def test_every_define_is_a_switch_of_the_header():
+    text = (INCLUDE_DIR / HEADER).read_text()
+    for v in VARIANTS.values():
+        for d in v.defines:
+            assert re.search(rf"^#ifdef {d}$", text, re.M), f"{v.name}: {d} is not switched in {HEADER}"
+
+
+def test_no_kernel_source_or_build_flag_sets_a_probe_switch():
+    from gen.ninja_file import COMMON_FLAGS, SHIM_FLAGS
+
+    assert not any("PROBE" in f for f in (*COMMON_FLAGS, *SHIM_FLAGS))
+    for path in (REPO_ROOT / "emitted").rglob("*.cu"):
+        assert "FP8GEN_PROBE" not in path.read_text(), path
+
+
+def test_variant_names_parse_in_order_once():
+    assert [v.name for v in parse("bare, no-mma,bare")] == ["bare", "no-mma"]
+    with pytest.raises(CatalogError, match="unknown probe variant 'nomma'"):
+        parse("nomma")
+    with pytest.raises(CatalogError):
+        parse(" , ")
+
+
+def test_points_parse_and_bad_ones_are_refused():
+    assert parse_points("7168x16384x1024, 64x256x1") == [(7168, 16384, 1024), (64, 256, 1)]
+    for bad in ("7168x16384", "7168x16100x64", "0x128x1", "", "axbxc"):
+        with pytest.raises(ValueError):
+            parse_points(bad)
+
+
+def test_probe_refuses_other_families_and_unknown_names():
+    from gen.probe.build import probe_specs
+
+    with pytest.raises(CatalogError, match="probes exist for w8a8_wgmma only"):
+        probe_specs("sm_90a", [_a_kernel_of("w8a8_tensor")])
+    with pytest.raises(CatalogError, match="no sm_90a kernel is named"):
+        probe_specs("sm_90a", ["w8a8_wgmma_nonesuch"])
+
+
+def _a_kernel_of(family: str) -> str:
+    from gen.catalog import specs_for
+
+    return next(s.name for s in specs_for("sm_90a") if s.family == family)
+
+
+def test_cli_names_bad_input():
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "gen", "probe", *args], cwd=REPO_ROOT, capture_output=True,
+                              text=True)
+
+    out = run("build", "--kernel", SMALL, "--variants", "noload")
+    assert out.returncode != 0 and "unknown probe variant 'noload'" in out.stderr
+    out = run("run", "--kernel", SMALL, "--points", "7168x100x1")
+    assert out.returncode != 0 and "--points" in out.stderr
+    out = run("build")
+    assert out.returncode != 0 and "--kernel" in out.stderr
+
+
+@pytest.mark.compiler
+def test_each_probe_build_leaves_out_its_part():
+    """The SASS of each probe build of a 128x128 t2 tile against the built
+    one: no-copies has no TMA load, no-mma no QGMMA, no-promotion no FFMA
+    (the promotion is the kernel's only FFMA), bare neither copies nor FFMA."""
+    from gen.build import build_arch
+    from gen.probe.build import build_probes
+    from runtime.paths import build_dir
+    from test_compile import sass
+
+    build_arch("sm_90a", patterns=[SMALL], echo=lambda line: None)
+    built = build_probes("sm_90a", [SMALL], list(VARIANTS.values()), echo=lambda line: None)
+
+    def counts(path):
+        text = sass(path)
+        return {op: len(re.findall(rf"\b{op}\b", text)) for op in ("QGMMA", "UTMALDG", "FFMA")}
+
+    base = counts(build_dir() / "sm_90a" / f"{SMALL}.cubin")
+    assert min(base.values()) > 0, base
+    expect = {"no-copies": dict(base, UTMALDG=0), "no-mma": dict(base, QGMMA=0),
+              "no-promotion": dict(base, FFMA=0), "bare": dict(base, UTMALDG=0, FFMA=0)}
+    for name, want in expect.items():
+        assert counts(built[(name, SMALL)]) == want, name
+
+
+@pytest.mark.gpu
+def test_probe_run_times_each_build(tmp_path):
+    """Needs the probe builds of SMALL (`gen probe build --kernel SMALL`):
+    every build timed, each probe's output different from the built one's."""
+    from gen.probe.build import probe_cubin
+
+    missing = [v for v in VARIANTS if not probe_cubin("sm_90a", v, SMALL).exists()]
+    if missing:
+        pytest.fail(f"probe builds missing ({', '.join(missing)}): run "
+                    f"`python -m gen probe build --kernel {SMALL}` before the GPU tests")
+    out = tmp_path / "probe.json"
+    res = subprocess.run([sys.executable, "-m", "gen", "probe", "run", "--kernel", SMALL, "--points",
+                          "2112x1024x256", "--rounds", "2", "--git-sha", "test", "--out", str(out)],
+                         cwd=REPO_ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "probe" and not doc["unchanged_outputs"]
+    got = {r["variant"]: r for r in doc["rows"]}
+    assert set(got) == {"built", *VARIANTS}
+    for r in got.values():
+        assert len(r["burst_samples"]) == 2 and r["burst_us"] > 0
+    assert all(got[v]["output_equals_built"] is False for v in VARIANTS)
+
+
+@pytest.mark.gpu
+def test_swapper_restores_the_built_function(rt):
+    from gen.probe.build import probe_cubin
+    from gen.probe.swap import BUILT, Swapper
+
+    path = probe_cubin("sm_90a", "no-mma", SMALL)
+    if not path.exists():
+        pytest.fail(f"probe build missing: run `python -m gen probe build --kernel {SMALL}`")
+    kernel = rt.loaded(SMALL)
+    built = kernel.function
+    with Swapper(rt, SMALL, {"no-mma": path}) as swap:
+        swap.use("no-mma")
+        assert kernel.function is not built
+        swap.use(BUILT)
+        assert kernel.function is built
+        swap.use("no-mma")
+    assert kernel.function is built
