@@ -377,7 +377,10 @@ def cmd_probe_build(args) -> int:
 
 
 def cmd_probe_run(args) -> int:
-    from gen.bench.report import write_json
+    import json
+    from pathlib import Path
+
+    from gen.fsutil import write_atomic
     from gen.probe.timing import parse_points, run
     from gen.probe.variants import parse
 
@@ -391,9 +394,7 @@ def cmd_probe_run(args) -> int:
         raise SystemExit("--sustained takes seconds >= 0")
     doc = run(arch=args.arch, kernels=_kernel_names(args.kernel), variants=parse(args.variants), points=points,
               rounds=args.rounds, sustained_s=args.sustained, seed=args.seed, git_sha=args.git_sha or _git_sha())
-    from pathlib import Path
-
-    write_json(doc, Path(args.out))
+    write_atomic(Path(args.out), (json.dumps(doc, indent=1) + "\n").encode())
     print(f"wrote {args.out}")
     if doc["unchanged_outputs"]:
         print("probe builds whose output equals the built cubin's (their switch did not take effect): "

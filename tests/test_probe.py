@@ -141,3 +141,22 @@ def test_swapper_restores_the_built_function(rt):
         assert kernel.function is built
         swap.use("no-mma")
     assert kernel.function is built
+
+
+def test_probe_run_writes_the_record_and_fails_on_unchanged_outputs(tmp_path, monkeypatch, capsys):
+    """The CLI around timing.run (no GPU): the record is written as run
+    returns it, and a probe build whose output equals the built one's makes
+    the command exit 1 naming it."""
+    import gen.probe.timing as timing
+    from gen.cli import main
+
+    doc = {"kind": "probe", "rows": [{"variant": "built"}], "unchanged_outputs": []}
+    monkeypatch.setattr(timing, "run", lambda **kw: dict(doc, kernels=list(kw["kernels"])))
+    out = tmp_path / "p.json"
+    args = ["probe", "run", "--kernel", f"{SMALL},{SMALL}", "--points", "64x128x1", "--git-sha", "x", "--out",
+            str(out)]
+    assert main(args) == 0
+    assert json.loads(out.read_text()) == dict(doc, kernels=[SMALL])
+    doc["unchanged_outputs"] = ["bare of K at 64x128 M=1"]
+    assert main(args) == 1
+    assert "bare of K at 64x128 M=1" in capsys.readouterr().err

@@ -159,7 +159,14 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                      f"({s.get('samples')} samples)")
     unchanged = [f"{r['variant']} of {r['kernel']} at {r['N']}x{r['K']} M={r['M']}" for r in rows
                  if r.get("output_equals_built")]
+    from runtime import manifest
+    from runtime.driver import check, driver
+    from runtime.paths import manifest_path
+
+    doc_manifest, _ = manifest.load(manifest_path(arch))
+    drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
     return {"kind": "probe", "gpu": props.name, "arch": arch, "date": datetime.date.today().isoformat(),
-            "git_sha": git_sha, "seed": seed, "rounds": rounds, "sustained_s": sustained_s,
+            "git_sha": git_sha, "nvcc": doc_manifest["toolchain"]["nvcc"], "driver": f"{drv // 1000}.{drv % 1000 // 10}",
+            "torch": torch.__version__, "seed": seed, "rounds": rounds, "sustained_s": sustained_s,
             "variants": {v.name: {"defines": list(v.defines), "keeps": v.keeps} for v in variants},
             "unchanged_outputs": unchanged, "rows": rows}
