@@ -15,6 +15,33 @@ from runtime.errors import CatalogError
 from runtime.paths import REPO_ROOT
 
 SMALL = "w8a8_wgmma_e4m3e4m3_bf16_128x128x128_s5_g16_t2_sm90a"
+P = "w8a8_wgmma_e4m3e4m3_bf16_"
+# One instance of each structure the probe switches cut through, at a
+# point that exercises it (the split ones at small M, where they split):
+# pairs along M and N, the cluster K split, the global K split, the K
+# split across warpgroups, column chunks in a pair, one temporary, row-box
+# split paths, two-temporary chunks, a shape-specialized instance.
+PROBED = {
+    P + "128x128x128_s6_g16_t2_c2x1_o1_ws_st_oi_sm90a": "2112x1024x256",
+    P + "64x128x128_s8_g16_t2_c1x2_sm90a": "2112x1024x256",
+    P + "64x64x128_s10_g16_t2_ck2_ws_sm90a": "2112x1024x64",
+    P + "128x128x128_s5_g16_t2_x4_ws_st_oi_sm90a": "2112x1024x64",
+    P + "64x128x128_s6_g16_k2_sm90a": "2112x1024x64",
+    P + "128x256x128_s4_gm16_n2_c2x1_o1_st_sm90a": "2112x1024x256",
+    P + "128x192x128_s4_g16_sm90a": "2112x1024x256",
+    P + "128x136x128_s5_g16_t2_ws_sp_rb_sm90a": "2112x1024x256",
+    P + "128x160x128_s6_g16_t2_n2_ws_sp_sm90a": "5120x1024x256",
+    P + "64x64x128_s10_g16_t2_for7168x2048_sm90a": "7168x2048x64",
+}
+
+
+def _require_probe_builds(kernels):
+    from gen.probe.build import probe_cubin
+
+    missing = sorted({k for k in kernels for v in VARIANTS if not probe_cubin("sm_90a", v, k).exists()})
+    if missing:
+        pytest.fail("probe builds missing: run `python -m gen probe build --kernel " + ",".join(missing) + "` "
+                    "before the GPU tests")
 
 
 def test_every_define_is_a_switch_of_the_header():
@@ -101,19 +128,16 @@ def test_each_probe_build_leaves_out_its_part():
 
 
 @pytest.mark.gpu
-def test_probe_run_times_each_build(tmp_path):
-    """Needs the probe builds of SMALL (`gen probe build --kernel SMALL`):
-    every build timed, each probe's output different from the built one's."""
-    from gen.probe.build import probe_cubin
-
-    missing = [v for v in VARIANTS if not probe_cubin("sm_90a", v, SMALL).exists()]
-    if missing:
-        pytest.fail(f"probe builds missing ({', '.join(missing)}): run "
-                    f"`python -m gen probe build --kernel {SMALL}` before the GPU tests")
+@pytest.mark.parametrize("kernel", [SMALL, *PROBED])
+def test_probe_run_times_each_build(tmp_path, kernel):
+    """Every probe build of each structure runs to the end (no hang, no
+    fault), is timed, and computes something other than the built cubin."""
+    _require_probe_builds([kernel])
     out = tmp_path / "probe.json"
-    res = subprocess.run([sys.executable, "-m", "gen", "probe", "run", "--kernel", SMALL, "--points",
-                          "2112x1024x256", "--rounds", "2", "--git-sha", "test", "--out", str(out)],
-                         cwd=REPO_ROOT, capture_output=True, text=True)
+    point = PROBED.get(kernel, "2112x1024x256")
+    res = subprocess.run([sys.executable, "-m", "gen", "probe", "run", "--kernel", kernel, "--points", point,
+                          "--rounds", "2", "--git-sha", "test", "--out", str(out)],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(out.read_text())
     assert doc["kind"] == "probe" and not doc["unchanged_outputs"]
@@ -129,9 +153,8 @@ def test_swapper_restores_the_built_function(rt):
     from gen.probe.build import probe_cubin
     from gen.probe.swap import BUILT, Swapper
 
+    _require_probe_builds([SMALL])
     path = probe_cubin("sm_90a", "no-mma", SMALL)
-    if not path.exists():
-        pytest.fail(f"probe build missing: run `python -m gen probe build --kernel {SMALL}`")
     kernel = rt.loaded(SMALL)
     built = kernel.function
     with Swapper(rt, SMALL, {"no-mma": path}) as swap:
