@@ -428,7 +428,9 @@ def _probe_parser(sub) -> None:
     pb.set_defaults(func=cmd_probe_build)
     pn = psub.add_parser("run", parents=[common], help="time the built cubin against its probe builds (GPU)",
                          description="At each point, checks the built cubin against float64 and that each probe "
-                                     "build's output differs from it, then times them in turn for --rounds rounds "
+                                     "build's output differs from it (each probe run on one input set right after "
+                                     "the built cubin ran on another: a probe without copies computes on what the "
+                                     "stages hold), then times them in turn for --rounds rounds "
                                      "(gen bench's events timing on rotated inputs; every other round reversed). "
                                      "With --sustained S, each is also run back to back for S seconds, twice, "
                                      "while nvidia-smi samples the SM clock and board power. Writes a JSON "

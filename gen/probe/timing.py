@@ -95,6 +95,7 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                 shape = arms.ShapeInputs(ctx, N, K)
             acts = arms.activations(ctx, M, K, len(shape.sets))
             outs = [torch.empty(M, N, dtype=torch.bfloat16, device="cuda") for _ in shape.sets]
+            assert len(outs) >= 2, "the output check needs two input sets (timing.rotation gives at least 2)"
             ref = dequant_act(acts[0]["a_q"], acts[0]["a_s"]) @ shape.w_deq0.T
             for name in kernels:
                 calls = [lambda a=a, w=w, o=o, i=name: rt.w8a8_wgmma(a["a_q_rows"], a["a_s_rows"], w["w_q"], w["w_s"],
@@ -103,21 +104,34 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                          for a, w, o in zip(acts, shape.sets, outs)]
                 cubins = {v.name: probe_cubin(arch, v.name, name) for v in variants}
                 with Swapper(rt, name, cubins) as swap:
-                    # the built cubin must be right, and each probe build must
-                    # differ from it (else its switch did not take effect)
-                    first = {}
-                    for v in names:
-                        swap.use(v)
-                        outs[0].fill_(float("nan"))
-                        calls[0]()
-                        torch.cuda.synchronize()
-                        first[v] = outs[0].clone()
-                    err = rel_rms(first[BUILT], ref)
+                    # The built cubin must be right, and each probe build must
+                    # compute something else (else its switch did not take
+                    # effect). Each probe runs on input set 1 right after the
+                    # built cubin ran on set 0: a probe without copies computes
+                    # on what the stages hold, which with no more K blocks than
+                    # stages is the previous call's data, the right answer had
+                    # that call had the same inputs.
+                    swap.use(BUILT)
+                    outs[0].fill_(float("nan"))
+                    calls[0]()
+                    torch.cuda.synchronize()
+                    err = rel_rms(outs[0], ref)
                     if not err <= arms.CORRECT_REL_RMS:
                         raise SystemExit(f"{name} at N={N} K={K} M={M}: the built cubin is wrong "
                                          f"(rel RMS {err:.3e} against float64)")
-                    same = {v: bool(torch.equal(first[v], first[BUILT])) for v in names[1:]}
-                    del first
+                    calls[1]()
+                    torch.cuda.synchronize()
+                    built1 = outs[1].clone()
+                    same = {}
+                    for v in names[1:]:
+                        swap.use(BUILT)
+                        calls[0]()
+                        swap.use(v)
+                        outs[1].fill_(float("nan"))
+                        calls[1]()
+                        torch.cuda.synchronize()
+                        same[v] = bool(torch.equal(outs[1], built1))
+                    del built1
                     burst: Dict[str, List[float]] = {v: [] for v in names}
                     for order in _orders(names, rounds):
                         for v in order:
