@@ -54,6 +54,25 @@ class Context:
         return impl in self.families
 
 
+def device_context(torch, arch: str, *, seed: int, families, **fields) -> Context:
+    """A Context on the current GPU's runtime, which must run `arch`: inputs
+    drawn from `seed`, the roofline's ceilings from HARDWARE.toml; `fields`
+    set the rest (the workspace, once the runtime is there, as ctx.workspace)."""
+    import runtime
+    from runtime.hardware import load_hardware
+
+    roof = load_hardware(arch).roofline
+    rt = runtime.load(torch.cuda.current_device())
+    if rt.arch != arch:
+        raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    return Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
+                   peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
+                   families=list(families), **fields)
+
+
 def _gemm_row(ctx: Context, impl: str, kernel: str, M: int, N: int, K: int, us: float) -> None:
     flops = 2.0 * M * N * K
     ctx.rows.append(grid.Row("gemm", impl, kernel, M, N, K, round(us, 3), round(flops / us / 1e6, 2),

@@ -56,7 +56,6 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            all_instances: bool, timing: str, a_rows: str, only: Tuple[str, ...]) -> int:
     import torch
 
-    import runtime
     from runtime.hardware import load_hardware
     from runtime import manifest
     from runtime.driver import check, driver
@@ -64,23 +63,15 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
     from runtime.env import knobs
 
     hw = load_hardware(arch)
-    rt = runtime.load(torch.cuda.current_device())
-    if rt.arch != arch:
-        raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
+    ctx = arms.device_context(torch, arch, seed=seed, families=families, all_instances=all_instances, only=only,
+                              timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None)
+    rt = ctx.rt
     unmatched = arms.unmatched_parts(only, [e.name for f in families for e in rt.entries.get(f, [])])
     if unmatched:
         raise SystemExit(f"--instances: no built instance of the timed families contains {', '.join(unmatched)}")
+    if "w8a8_wgmma" in families:  # room for the split-K instances at the largest point (only they use it)
+        ctx.workspace = rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(seed)
-    roof = hw.roofline
-    ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
-                       peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                       families=families, all_instances=all_instances, only=only,
-                       # room for the split-K instances at the largest point (only they use it)
-                       workspace=rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
-                       if "w8a8_wgmma" in families else None,
-                       timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None)
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]

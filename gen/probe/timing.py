@@ -60,28 +60,18 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
         sustained_s: float, seed: int, git_sha: str, echo: Callable[[str], None] = print) -> Dict[str, object]:
     import torch
 
-    import runtime
     from gen.bench import arms
     from gen.bench.timing import time_us
     from gen.bench.torch_ref import dequant_act, rel_rms
     from gen.probe.sampler import PowerSampler
-    from runtime.hardware import load_hardware
 
-    hw = load_hardware(arch)
-    rt = runtime.load(torch.cuda.current_device())
-    if rt.arch != arch:
-        raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
+    ctx = arms.device_context(torch, arch, seed=seed, families=[FAMILY])
+    rt = ctx.rt
     for name in kernels:
         if rt.loaded(name).entry.family != FAMILY:
             raise SystemExit(f"{name} is not a {FAMILY} kernel")
+    ctx.workspace = rt.workspace(max(m for _, _, m in points), 128, max_n=max(n for n, _, _ in points))
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(seed)
-    roof = hw.roofline
-    ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
-                       peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                       families=[FAMILY],
-                       workspace=rt.workspace(max(m for _, _, m in points), 128, max_n=max(n for n, _, _ in points)))
     names = [BUILT] + [v.name for v in variants]
     sampler = PowerSampler(torch.cuda.current_device()) if sustained_s > 0 else None
     rows: List[Dict[str, object]] = []
