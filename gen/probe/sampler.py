@@ -14,6 +14,9 @@ PERIOD_MS = 20
 
 
 class PowerSampler:
+    """Samples nvidia-smi's GPU `device` (its index, which is the CUDA
+    ordinal unless CUDA_VISIBLE_DEVICES reorders or hides GPUs)."""
+
     def __init__(self, device: int = 0):
         smi = shutil.which("nvidia-smi")
         if smi is None:
