@@ -4,6 +4,7 @@ first; a wrong result is reported and its timing is dropped."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import random
 from typing import Callable, List, Optional, Tuple
 
@@ -71,6 +72,20 @@ def device_context(torch, arch: str, *, seed: int, families, **fields) -> Contex
     return Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
                    peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
                    families=list(families), **fields)
+
+
+def setup_fields(torch, arch: str, git_sha: str) -> dict:
+    """What a record says about where it was measured: GPU, arch, date,
+    commit, the manifest's nvcc, the driver and torch."""
+    from runtime import manifest
+    from runtime.driver import check, driver
+    from runtime.paths import manifest_path
+
+    doc_manifest, _ = manifest.load(manifest_path(arch))
+    drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+    return {"gpu": torch.cuda.get_device_properties(torch.cuda.current_device()).name, "arch": arch,
+            "date": datetime.date.today().isoformat(), "git_sha": git_sha, "nvcc": doc_manifest["toolchain"]["nvcc"],
+            "driver": f"{drv // 1000}.{drv % 1000 // 10}", "torch": torch.__version__}
 
 
 def _gemm_row(ctx: Context, impl: str, kernel: str, M: int, N: int, K: int, us: float) -> None:

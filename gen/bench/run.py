@@ -1,7 +1,6 @@
 """Drives one bench run: the grid, progress, and the three outputs."""
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -57,9 +56,6 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
     import torch
 
     from runtime.hardware import load_hardware
-    from runtime import manifest
-    from runtime.driver import check, driver
-    from runtime.paths import manifest_path
     from runtime.env import knobs
 
     hw = load_hardware(arch)
@@ -71,7 +67,6 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
         raise SystemExit(f"--instances: no built instance of the timed families contains {', '.join(unmatched)}")
     if "w8a8_wgmma" in families:  # room for the split-K instances at the largest point (only they use it)
         ctx.workspace = rt.workspace(max(ms), 128, max_n=max(n for n, _ in shapes))
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
     steps = [("copy", None, None)] + [("quant", None, (m, k)) for k in sorted({k for _, k in shapes})
                                       for m in ms] + [("weight", s, None) for s in shapes] \
         + [("gemm", s, m) for s in shapes for m in ms]
@@ -96,11 +91,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
             last_gemm = (*shape, m)
             arms.gemm_point(ctx, shape_inputs, m)
     _progress(len(steps), len(steps), "done")
-    doc_manifest, _ = manifest.load(manifest_path(arch))
-    drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
-    doc = {"gpu": props.name, "arch": arch, "date": datetime.date.today().isoformat(), "git_sha": git_sha,
-           "nvcc": doc_manifest["toolchain"]["nvcc"], "driver": f"{drv // 1000}.{drv % 1000 // 10}",
-           "torch": torch.__version__, "seed": seed,
+    doc = {**arms.setup_fields(torch, arch, git_sha), "seed": seed,
            # whether fp8gen's kernels launched with programmatic dependent
            # launch (back-to-back calls overlap launch and prologue; the peers
            # do not): FP8GEN_NO_PDL turns it off for an A/B record

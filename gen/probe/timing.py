@@ -2,7 +2,6 @@
 each point, on the same rotated inputs as gen bench."""
 from __future__ import annotations
 
-import datetime
 import statistics
 import time
 from typing import Callable, Dict, List, Sequence, Tuple
@@ -71,7 +70,6 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
         if rt.loaded(name).entry.family != FAMILY:
             raise SystemExit(f"{name} is not a {FAMILY} kernel")
     ctx.workspace = rt.workspace(max(m for _, _, m in points), 128, max_n=max(n for n, _, _ in points))
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
     names = [BUILT] + [v.name for v in variants]
     sampler = PowerSampler(torch.cuda.current_device()) if sustained_s > 0 else None
     rows: List[Dict[str, object]] = []
@@ -163,14 +161,7 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                      f"({s.get('samples')} samples)")
     unchanged = [f"{r['variant']} of {r['kernel']} at {r['N']}x{r['K']} M={r['M']}" for r in rows
                  if r.get("output_equals_built")]
-    from runtime import manifest
-    from runtime.driver import check, driver
-    from runtime.paths import manifest_path
-
-    doc_manifest, _ = manifest.load(manifest_path(arch))
-    drv = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
-    return {"kind": "probe", "gpu": props.name, "arch": arch, "date": datetime.date.today().isoformat(),
-            "git_sha": git_sha, "nvcc": doc_manifest["toolchain"]["nvcc"], "driver": f"{drv // 1000}.{drv % 1000 // 10}",
-            "torch": torch.__version__, "seed": seed, "rounds": rounds, "sustained_s": sustained_s,
+    return {"kind": "probe", **arms.setup_fields(torch, arch, git_sha),
+            "seed": seed, "rounds": rounds, "sustained_s": sustained_s,
             "variants": {v.name: {"defines": list(v.defines), "keeps": v.keeps} for v in variants},
             "unchanged_outputs": unchanged, "rows": rows}
