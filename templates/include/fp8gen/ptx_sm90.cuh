@@ -148,18 +148,6 @@ __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-// A hint: the box of a 2-D tensor map at (c0, c1) fetched from DRAM into L2
-// (no data reaches this SM, nothing to wait for). It reads no value the
-// program sees, so it may run before griddepcontrol.wait: L2 is where every
-// SM's stores land, so a later copy of the box still sees the kernel-ahead's
-// writes.
-__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(c0), "r"(c1)
-               : "memory");
-}
-
 // One box of a 2-D tensor map at coordinates (c0 innermost, c1) into shared
 // memory; completion is counted in bytes on `bar`. Out-of-bounds elements of
 // the box are written as zeros and still counted.

@@ -38,8 +38,6 @@ enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
 enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // Stages whose W boxes may be copied before the grid-dependency wait (kEarlyWeights).
 constexpr int kEarlyStages = 4;
-// Stages whose A and activation-scale boxes are prefetched into L2 before it.
-constexpr int kPrefetchStages = 4;
 
 // Probe builds (`python -m gen probe build`; `gen build` never defines
 // these): each leaves one part of the K loop out, so that what the rest
@@ -507,23 +505,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       announce(s);  // A's bytes, copied after the wait, count too
       copy_weight(s, kb, tn);
-    }
-  }
-  // A and its scales may be written by the kernel ahead, so their copies
-  // wait; an L2 prefetch of the first stages' boxes may not (it fills L2 and
-  // delivers nothing: the copies after the wait still read what that kernel
-  // wrote). When A is not in L2 already (the bench's rotated inputs; in an
-  // FFN the quantizer's output usually is), the first stage then fills from
-  // L2 instead of DRAM after the wait.
-  if (threadIdx.x == C::MATH_WG * 128 && first_unit < units && !kProbeNoCopies) {
-    int tile, slice, tm, tn, kb_begin, kb_end;
-    work(first_unit, tile, slice, kb_begin, kb_end);
-    coords(tile, tm, tn);
-    const int a_row = tm * C::BM + (C::CLUSTER_N > 1 ? int(rank) * (C::BM / 2) : 0);  // this CTA's A box
-    const int n = min(min(C::STAGES, kPrefetchStages), kb_end - kb_begin);
-    for (int j = 0; j < n; ++j) {
-      ptx::tma_prefetch_2d(&p.tma_a, (kb_begin + j) * kBlockK, a_row);
-      if constexpr (C::BLOCK_SCALES) ptx::tma_prefetch_2d(&p.tma_sa, tm * C::BM, kb_begin + j);
     }
   }
   ptx::grid_dependency_wait();
