@@ -74,6 +74,38 @@ def test_points_parse_and_bad_ones_are_refused():
             parse_points(bad)
 
 
+def test_the_sampler_names_the_gpu_by_uuid_and_reads_its_samples(monkeypatch):
+    """nvidia-smi numbers GPUs its own way (CUDA_VISIBLE_DEVICES does not
+    renumber them), so the sampler asks for the CUDA device's UUID."""
+    from gen.probe import sampler
+
+    assert sampler.smi_target("8e2c0a6d-1111-2222-3333-444455556666", 0) == "GPU-8e2c0a6d-1111-2222-3333-444455556666"
+    assert sampler.smi_target("GPU-abc", 3) == "GPU-abc"
+    assert sampler.smi_target(None, 3) == "3"
+    seen = {}
+
+    class FakeSmi:
+        def __init__(self, args, stdout, stderr):
+            seen["args"] = args
+            stdout.write("2026/12/01 05:00:00.000, 1980, 650.5\n[N/A], x, y\n2026/12/01 05:00:00.020, 1400, 690.0\n")
+
+        def terminate(self):
+            pass
+
+        def wait(self):
+            pass
+
+    monkeypatch.setattr(sampler.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(sampler.subprocess, "Popen", FakeSmi)
+    s = sampler.PowerSampler("GPU-abc")
+    s.stop()
+    assert seen["args"][1:3] == ["-i", "GPU-abc"]
+    assert [(c, p) for _, c, p in s.samples] == [(1980.0, 650.5), (1400.0, 690.0)]
+    t0 = s.samples[0][0]
+    assert s.window(t0, t0 + 1) == (1690.0, 670.25, 2)
+    assert s.window(t0 + 5, t0 + 6) == (None, None, 0)
+
+
 def test_probe_refuses_other_families_and_unknown_names():
     from gen.probe.build import probe_specs
 

@@ -13,16 +13,25 @@ FIELDS = "timestamp,clocks.sm,power.draw"
 PERIOD_MS = 20
 
 
-class PowerSampler:
-    """Samples nvidia-smi's GPU `device` (its index, which is the CUDA
-    ordinal unless CUDA_VISIBLE_DEVICES reorders or hides GPUs)."""
+def smi_target(uuid: Optional[str], ordinal: int) -> str:
+    """nvidia-smi's -i for the GPU CUDA calls `ordinal`: its UUID where
+    known (nvidia-smi numbers GPUs its own way, which CUDA_VISIBLE_DEVICES
+    does not change), else the ordinal."""
+    if uuid:
+        uuid = str(uuid)
+        return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+    return str(ordinal)
 
-    def __init__(self, device: int = 0):
+
+class PowerSampler:
+    """Samples the GPU nvidia-smi knows as `target` (smi_target)."""
+
+    def __init__(self, target: str = "0"):
         smi = shutil.which("nvidia-smi")
         if smi is None:
             raise RuntimeError("sustained probes sample the clock and power with nvidia-smi, which is not on PATH")
         self._log = tempfile.TemporaryFile(mode="w+")
-        self._proc = subprocess.Popen([smi, "-i", str(device), f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits",
+        self._proc = subprocess.Popen([smi, "-i", target, f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits",
                                        "-lms", str(PERIOD_MS)], stdout=self._log, stderr=subprocess.DEVNULL)
         self.samples: List[Tuple[float, float, float]] = []
 

@@ -62,7 +62,7 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
     from gen.bench import arms
     from gen.bench.timing import time_us
     from gen.bench.torch_ref import dequant_act, rel_rms
-    from gen.probe.sampler import PowerSampler
+    from gen.probe.sampler import PowerSampler, smi_target
 
     ctx = arms.device_context(torch, arch, seed=seed, families=[FAMILY])
     rt = ctx.rt
@@ -71,7 +71,10 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
             raise SystemExit(f"{name} is not a {FAMILY} kernel")
     ctx.workspace = rt.workspace(max(m for _, _, m in points), 128, max_n=max(n for n, _, _ in points))
     names = [BUILT] + [v.name for v in variants]
-    sampler = PowerSampler(torch.cuda.current_device()) if sustained_s > 0 else None
+    sampler = None
+    if sustained_s > 0:
+        ordinal = torch.cuda.current_device()
+        sampler = PowerSampler(smi_target(getattr(torch.cuda.get_device_properties(ordinal), "uuid", None), ordinal))
     rows: List[Dict[str, object]] = []
     windows = []  # (row, start, end) of the sustained runs, matched to the samples at the end
     shape = None
