@@ -194,11 +194,6 @@ __device__ __forceinline__ void bulk_wait() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// A GPU-scope release/acquire fence (MEMBAR.ALL.GPU). __threadfence() is
-// the sequentially consistent fence (MEMBAR.SC.GPU, plus an L1
-// invalidation), which a release or an acquire does not need.
-__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
-
 // Orders this thread's ordinary shared-memory writes before later reads by
 // the async proxy (a TMA store of that memory).
 __device__ __forceinline__ void fence_proxy_async_smem() {

@@ -873,25 +873,18 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
           for (int i = 0; i < NACC; ++i) __stcg(mine + i * 128 + tid, acc[i]);
         }
-        // The count is a release by one thread for the CTA: the barrier
-        // orders every math thread's stores before thread 0's fence (the
-        // split-K semaphore pattern CUTLASS uses too). A __threadfence in
-        // every thread, before the count and again after it, was the SC
-        // fence (MEMBAR.SC.GPU and an L1 invalidation) 2 x 256 times.
+        __threadfence();  // the partial is visible device-wide before the count says so
         ptx::named_barrier(14, C::MATH_WG * 128);
         volatile int* flag = reinterpret_cast<volatile int*>(smem_raw + (bar_base + 16u * C::STAGES - raw));
         if (threadIdx.x == 0) {
-          ptx::fence_acq_rel_gpu();  // release: this CTA's partial before its count
           const int done = atomicAdd(p.counters + tile, 1);
           const bool last = done == slices - 1;
-          if (last) {
-            p.counters[tile] = 0;      // ready for the next launch
-            ptx::fence_acq_rel_gpu();  // acquire: the other slices' partials after their counts
-          }
+          if (last) p.counters[tile] = 0;  // ready for the next launch
           *flag = last;
         }
-        ptx::named_barrier(14, C::MATH_WG * 128);  // (orders the loads below after that acquire)
+        ptx::named_barrier(14, C::MATH_WG * 128);
         if (!*flag) continue;  // another slice's CTA finishes this tile
+        __threadfence();       // the other slices' partials are seen after their counts
         // The sum in slice order, whichever slice came last: the same bits
         // every run. Every slice's loads of a group of registers are in
         // flight at once (one L2 round trip per group, not one per slice):
