@@ -461,9 +461,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # store as one unswizzled box of bn columns per 64 rows instead of storing
     # straight from registers (name: _rb; wgmma_gemm::RowBoxEpilogue)
     row_box: bool = False
-    # a tile width that is a multiple of 64 stores from registers instead of
-    # staging its output for TMA stores (name: _re; wgmma_gemm::RegisterEpilogue)
-    reg_store: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -477,7 +474,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, reg_store=self.reg_store)
+                    row_box=self.row_box)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -506,9 +503,8 @@ class W8A8WgmmaSpec(KernelSpec):
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
         rb = "_rb" if self.row_box else ""
-        re_ = "_re" if self.reg_store else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{re_}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -525,8 +521,7 @@ class W8A8WgmmaSpec(KernelSpec):
         sa_stride = -(-(self.bm * 4 + (16 if self.ws_stage else 0)) // 128) * 128
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
         # (a row box: one 64 x bn box per 64 rows)
-        out_tile = (self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192
-                    if self.bn % 64 == 0 and not self.reg_store else 0)
+        out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
         if self.row_box:
             out_tile = self.bm * self.bn * 2
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
@@ -600,10 +595,6 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a row box stages a tile whose width is not a multiple of 64 and is "
                                "8 mod 16 or 16 mod 32 (unswizzled rows, at most 2-way bank conflicts), whole and "
                                "with 32-bit stores")
-        if self.reg_store and (self.bn % 64 or self.row_box or self.stmatrix or self.out_boxes):
-            raise CatalogError(f"{self.name}: reg_store replaces the TMA-store epilogue of a width that is a "
-                               "multiple of 64 (other widths store from registers already); not with a row box, "
-                               "stmatrix or out_boxes")
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")

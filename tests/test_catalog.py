@@ -215,31 +215,6 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
             W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
 
 
-def test_register_epilogue_twins_drop_the_staged_tile():
-    """Register-epilogue twins (_re) keep the base's Config and specialize
-    RegisterEpilogue before Config is first used (Config::TMA_STORE reads
-    it; the host shim then encodes no store map). Their shared memory loses
-    the staged 64-column boxes. Only widths that are multiples of 64 (the
-    others store from registers already), without a row box, stmatrix or
-    out_boxes, are accepted."""
-    from gen.render import render
-
-    hw = load_hardware("sm_90a")
-    base = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=8, temps=2, cluster_m=2)
-    re_ = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=128, stages=8, temps=2, cluster_m=2, reg_store=True)
-    re_.check(hw)
-    assert re_.name.endswith("_t2_c2x1_re_sm90a") and base.config_args() == re_.config_args()
-    assert base.dynamic_smem - re_.dynamic_smem == 2 * 8192
-    text = render(re_)
-    trait = "template <> struct wg::RegisterEpilogue<Config> { static constexpr bool value = true; };"
-    assert trait in text and "RegisterEpilogue" not in render(base)
-    assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
-    for bad in (dict(bm=128, bn=136, stages=5, temps=2), dict(bm=128, bn=128, stages=5, temps=2, stmatrix=True),
-                dict(bm=128, bn=128, stages=6, temps=2, out_boxes=1), dict(bm=64, bn=80, stages=8, row_box=True)):
-        with pytest.raises(CatalogError, match="reg_store|row box"):
-            W8A8WgmmaSpec(arch="sm_90a", reg_store=True, **bad).check(hw)
-
-
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only

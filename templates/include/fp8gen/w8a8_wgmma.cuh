@@ -111,15 +111,6 @@ struct RowBoxEpilogue {
   static constexpr bool value = false;
 };
 
-// A tile width that is a multiple of 64 stores its output straight from
-// registers (bf16 pairs) instead of staging it for TMA stores: no shared
-// memory round trip, fence or barrier at the end of a small tile. A trait
-// declared before Config for RowBoxEpilogue's reason.
-template <class C>
-struct RegisterEpilogue {
-  static constexpr bool value = false;
-};
-
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
           int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false>
@@ -181,10 +172,7 @@ struct Config {
   // in boxes of 64 columns (128-byte swizzle), or with ROW_BOX in one box of
   // BN columns (RowBoxEpilogue); other widths store straight from registers.
   static constexpr bool ROW_BOX = RowBoxEpilogue<Config>::value;
-  static constexpr bool REG_STORE = RegisterEpilogue<Config>::value;
-  static constexpr bool TMA_STORE = (BN % 64 == 0 && !REG_STORE) || ROW_BOX;
-  static_assert(!REG_STORE || (BN % 64 == 0 && !ROW_BOX && OUT_BOXES_ == 0),
-                "a register epilogue replaces the 64-column TMA-store boxes");
+  static constexpr bool TMA_STORE = BN % 64 == 0 || ROW_BOX;
   static constexpr int OUT_BOX_BYTES = ROW_BOX ? 64 * BN * 2 : 64 * 128;  // 64 rows x 64 (BN) bf16
   // Boxes staged at once per warpgroup (0: the whole row of BN / 64). Fewer
   // stage the tile in passes, leaving shared memory for another pipeline
