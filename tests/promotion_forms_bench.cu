@@ -1,0 +1,98 @@
+// The promotion's operand forms beside a two-temporary wgmma chain, with
+// nothing else in the loop (no copies, barriers or scale loads): two math
+// warpgroups of 132 CTAs issue 4 m64n128k32 e4m3 wgmmas per block from
+// shared memory into alternating temporaries, the real kernel's loop shape,
+// and promote the waited one into a 64-register total as: nothing (one add),
+// FFMA with per-thread register scales, FFMA with an immediate, or FADD.
+// HARDWARE.toml cites its H200 figures. Build here, run on the GPU (cupy):
+//   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -cubin -o promotion_forms.cubin tests/promotion_forms_bench.cu
+//   python3 tests/promotion_forms_bench.py promotion_forms.cubin
+#include <cstdint>
+#include "fp8gen/ptx_sm90.cuh"
+using namespace fp8gen;
+__device__ __forceinline__ void mma(float (&d)[64], uint64_t da, uint64_t db, int acc) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(da), "l"(db), "r"(acc));
+}
+template <int V>
+__device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float s0, float s1) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) ptx::fence_operand(t[i]);
+  if constexpr (V == 0) {
+    acc[0] += t[63];
+  } else {
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      if constexpr (V == 1) {  // per-thread register scales (rows r, r + 8)
+        acc[4 * c + 0] = fmaf(t[4 * c + 0], s0, acc[4 * c + 0]);
+        acc[4 * c + 1] = fmaf(t[4 * c + 1], s0, acc[4 * c + 1]);
+        acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
+        acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
+      } else if constexpr (V == 2) {  // an immediate
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[4 * c + j] = fmaf(t[4 * c + j], 1.0001f, acc[4 * c + j]);
+      } else {  // an add
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[4 * c + j] += t[4 * c + j];
+      }
+    }
+  }
+}
+template <int V>
+__device__ void body(int iters, float* sink, const float* scales) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const int wg = threadIdx.x / 128;
+  for (int i = threadIdx.x; i < (128 + 128) * 128 / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(smem)[i] = make_uint4(0x38383838u, 0x30303030u, 0x38383838u, 0x30303030u);
+  __syncthreads();
+  const uint32_t base = ptx::smem_addr(smem);
+  const uint64_t da = ptx::desc_k_major_sw128(base + wg * 64 * 128);
+  const uint64_t db = ptx::desc_k_major_sw128(base + 128 * 128);
+  float acc[64], ta[64], tb[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc[i] = ta[i] = tb[i] = 0.f;
+  float s0 = scales[threadIdx.x % 32], s1 = scales[32 + threadIdx.x % 32];
+  auto issue = [&](float (&t)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) ptx::fence_operand(t[i]);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) mma(t, da + 2 * k, db + 2 * k, k > 0);
+    ptx::wgmma_commit();
+  };
+  // the real kernel's loop shape: every exit waits for all groups on its own path
+  const int steps = 2 * iters;
+  issue(ta);
+  for (int j = 0;; j += 2) {
+    if (j + 1 < steps) {
+      issue(tb);
+      ptx::wgmma_wait<1>();
+      promote<V>(acc, ta, s0, s1);
+    } else {
+      ptx::wgmma_wait<0>();
+      promote<V>(acc, ta, s0, s1);
+      break;
+    }
+    s0 = s0 * 0.5f + 0.25f; s1 = s1 * 0.5f + 0.25f;  // a new scale per block, off the FFMAs' path
+    if (j + 2 < steps) {
+      issue(ta);
+      ptx::wgmma_wait<1>();
+      promote<V>(acc, tb, s0, s1);
+    } else {
+      ptx::wgmma_wait<0>();
+      promote<V>(acc, tb, s0, s1);
+      break;
+    }
+  }
+  float x = 0.f;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) x += acc[i] + ta[i];
+  if (x == 123.456f) sink[blockIdx.x * blockDim.x + threadIdx.x] = x;
+}
+extern "C" __global__ void __launch_bounds__(256, 1) none(int n, float* s, const float* c) { body<0>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_reg(int n, float* s, const float* c) { body<1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_imm(int n, float* s, const float* c) { body<2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) f_add(int n, float* s, const float* c) { body<3>(n, s, c); }

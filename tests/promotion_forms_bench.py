@@ -1,0 +1,26 @@
+"""Times tests/promotion_forms_bench.cu's four kernels in alternating order
+(6 rounds, 3 calls each, medians). Usage: python3 tests/promotion_forms_bench.py CUBIN"""
+import os, statistics, sys
+import cupy as cp
+mod = cp.RawModule(path=sys.argv[1] if len(sys.argv) > 1 else "promotion_forms.cubin")
+names = ["none", "ffma_reg", "ffma_imm", "f_add"]
+fns = {n: mod.get_function(n) for n in names}
+sink = cp.zeros(132 * 256, dtype=cp.float32)
+scales = cp.asarray([0.5 + 0.01 * i for i in range(64)], dtype=cp.float32)
+smem = 256 * 128 + 1024
+for iters in (3000, 600):
+    times = {n: [] for n in names}
+    for rnd in range(6):
+        order = names if rnd % 2 == 0 else names[::-1]
+        for n in order:
+            s, e = cp.cuda.Event(), cp.cuda.Event()
+            fns[n]((132,), (256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
+            s.record()
+            for _ in range(3):
+                fns[n]((132,), (256,), (cp.int32(iters), sink, scales), shared_mem=smem)
+            e.record(); e.synchronize()
+            times[n].append(cp.cuda.get_elapsed_time(s, e) / 3)
+    base = statistics.median(times["none"])
+    for n in names:
+        t = statistics.median(times[n])
+        print(f"iters {iters}: {n:9s} {t * 1e3:9.1f} us per call, {t * 1e6 / (2 * iters) / 1e3:.4f} us per block, x{t / base:.3f} of none, spread {min(times[n]) * 1e3:.1f}-{max(times[n]) * 1e3:.1f}")
