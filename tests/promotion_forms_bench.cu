@@ -3,7 +3,12 @@
 // warpgroups of 132 CTAs issue 4 m64n128k32 e4m3 wgmmas per block from
 // shared memory into alternating temporaries, the real kernel's loop shape,
 // and promote the waited one into a 64-register total as: nothing (one add),
-// FFMA with per-thread register scales, FFMA with an immediate, or FADD.
+// FFMA with per-thread register scales, FFMA with an immediate, or FADD;
+// then FFMA with scales loaded per block as the kernel loads them: the
+// activation scales from shared memory (rows r and r + 8 of a stage's slot)
+// times the weight scale from global memory (one block ahead), or only one
+// of the two; and the loaded scales read before the block's MMAs are issued
+// or one block earlier than the kernel reads them.
 // HARDWARE.toml cites its H200 figures. Build here, run on the GPU (cupy):
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -cubin -o promotion_forms.cubin tests/promotion_forms_bench.cu
 //   python3 tests/promotion_forms_bench.py promotion_forms.cubin
@@ -16,8 +21,9 @@ __device__ __forceinline__ void mma(float (&d)[64], uint64_t da, uint64_t db, in
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                : "l"(da), "l"(db), "r"(acc));
 }
-template <int V>
+template <int V0>
 __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float s0, float s1) {
+  constexpr int V = V0 >= 4 ? 1 : V0;  // loaded scales: the register-scale FFMA
 #pragma unroll
   for (int i = 0; i < 64; ++i) ptx::fence_operand(t[i]);
   if constexpr (V == 0) {
@@ -40,21 +46,39 @@ __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float 
     }
   }
 }
-template <int V>
+template <int V, int L = 0>
 __device__ void body(int iters, float* sink, const float* scales) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  const int wg = threadIdx.x / 128;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
   for (int i = threadIdx.x; i < (128 + 128) * 128 / 16; i += blockDim.x)
     reinterpret_cast<uint4*>(smem)[i] = make_uint4(0x38383838u, 0x30303030u, 0x38383838u, 0x30303030u);
+  // 8 stages x 128 rows, past the 1024-aligned tiles (a shared-window pointer: LDS, as in the kernel)
+  float* sa = reinterpret_cast<float*>(smem_raw + 1024 + (128 + 128) * 128);
+  for (int i = threadIdx.x; i < 8 * 128; i += blockDim.x) sa[i] = 0.5f + 0.001f * (i % 97);
   __syncthreads();
   const uint32_t base = ptx::smem_addr(smem);
   const uint64_t da = ptx::desc_k_major_sw128(base + wg * 64 * 128);
   const uint64_t db = ptx::desc_k_major_sw128(base + 128 * 128);
+  const int row = wg * 64 + warp * 16 + lane / 4;
   float acc[64], ta[64], tb[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = ta[i] = tb[i] = 0.f;
   float s0 = scales[threadIdx.x % 32], s1 = scales[32 + threadIdx.x % 32];
+  float w_next = scales[0];
+  // block kb's scales, read after its MMAs are issued (as the kernel does)
+  auto block_scales = [&](int kb, float& x0, float& x1) {
+    if constexpr (V < 4) {
+      s0 = s0 * 0.5f + 0.25f; s1 = s1 * 0.5f + 0.25f;  // a new scale per block, off the FFMAs' path
+      x0 = s0; x1 = s1;
+    } else {
+      const float w = V == 5 ? 1.f : w_next;
+      if constexpr (V != 5) w_next = __ldg(scales + (kb + 1) % 64);  // one block ahead
+      const float* slot = sa + (kb % 8) * 128;
+      x0 = (V == 6 ? 1.f : slot[row]) * w;
+      x1 = (V == 6 ? 1.f : slot[row + 8]) * w;
+    }
+  };
   auto issue = [&](float (&t)[64]) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) ptx::fence_operand(t[i]);
@@ -65,25 +89,36 @@ __device__ void body(int iters, float* sink, const float* scales) {
   };
   // the real kernel's loop shape: every exit waits for all groups on its own path
   const int steps = 2 * iters;
-  issue(ta);
+  float a0, a1, b0, b1, n0 = 0.f, n1 = 0.f;  // (L = 2: the next block's scales, read a block early)
+  // block kb's scales into (x0, x1) around its MMAs' issue, where L says
+  auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
+    if constexpr (L == 1) block_scales(kb, x0, x1);
+    if constexpr (L == 2) {
+      if (kb == 0) block_scales(0, n0, n1);
+      x0 = n0; x1 = n1;
+    }
+    issue(t);
+    if constexpr (L == 0) block_scales(kb, x0, x1);
+    if constexpr (L == 2) block_scales(kb + 1, n0, n1);
+  };
+  issue_block(ta, 0, a0, a1);
   for (int j = 0;; j += 2) {
     if (j + 1 < steps) {
-      issue(tb);
+      issue_block(tb, j + 1, b0, b1);
       ptx::wgmma_wait<1>();
-      promote<V>(acc, ta, s0, s1);
+      promote<V>(acc, ta, a0, a1);
     } else {
       ptx::wgmma_wait<0>();
-      promote<V>(acc, ta, s0, s1);
+      promote<V>(acc, ta, a0, a1);
       break;
     }
-    s0 = s0 * 0.5f + 0.25f; s1 = s1 * 0.5f + 0.25f;  // a new scale per block, off the FFMAs' path
     if (j + 2 < steps) {
-      issue(ta);
+      issue_block(ta, j + 2, a0, a1);
       ptx::wgmma_wait<1>();
-      promote<V>(acc, tb, s0, s1);
+      promote<V>(acc, tb, b0, b1);
     } else {
       ptx::wgmma_wait<0>();
-      promote<V>(acc, tb, s0, s1);
+      promote<V>(acc, tb, b0, b1);
       break;
     }
   }
@@ -96,3 +131,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) none(int n, float* s, const
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_reg(int n, float* s, const float* c) { body<1>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_imm(int n, float* s, const float* c) { body<2>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(256, 1) f_add(int n, float* s, const float* c) { body<3>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_loaded(int n, float* s, const float* c) { body<4>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_sa_only(int n, float* s, const float* c) { body<5>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_w_only(int n, float* s, const float* c) { body<6>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_loaded_before(int n, float* s, const float* c) { body<4, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_loaded_ahead(int n, float* s, const float* c) { body<4, 2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_sa_only_ahead(int n, float* s, const float* c) { body<5, 2>(n, s, c); }

@@ -1,13 +1,14 @@
-"""Times tests/promotion_forms_bench.cu's four kernels in alternating order
+"""Times tests/promotion_forms_bench.cu's kernels in alternating order
 (6 rounds, 3 calls each, medians). Usage: python3 tests/promotion_forms_bench.py CUBIN"""
 import os, statistics, sys
 import cupy as cp
 mod = cp.RawModule(path=sys.argv[1] if len(sys.argv) > 1 else "promotion_forms.cubin")
-names = ["none", "ffma_reg", "ffma_imm", "f_add"]
+names = ["none", "ffma_reg", "ffma_imm", "f_add", "ffma_loaded", "ffma_sa_only", "ffma_w_only",
+         "ffma_loaded_before", "ffma_loaded_ahead", "ffma_sa_only_ahead"]
 fns = {n: mod.get_function(n) for n in names}
 sink = cp.zeros(132 * 256, dtype=cp.float32)
 scales = cp.asarray([0.5 + 0.01 * i for i in range(64)], dtype=cp.float32)
-smem = 256 * 128 + 1024
+smem = 256 * 128 + 8 * 128 * 4 + 1024
 for iters in (3000, 600):
     times = {n: [] for n in names}
     for rnd in range(6):
@@ -23,4 +24,4 @@ for iters in (3000, 600):
     base = statistics.median(times["none"])
     for n in names:
         t = statistics.median(times[n])
-        print(f"iters {iters}: {n:9s} {t * 1e3:9.1f} us per call, {t * 1e6 / (2 * iters) / 1e3:.4f} us per block, x{t / base:.3f} of none, spread {min(times[n]) * 1e3:.1f}-{max(times[n]) * 1e3:.1f}")
+        print(f"iters {iters}: {n:18s} {t * 1e3:9.1f} us per call, {t * 1e6 / (2 * iters) / 1e3:.4f} us per block, x{t / base:.3f} of none, spread {min(times[n]) * 1e3:.1f}-{max(times[n]) * 1e3:.1f}")
