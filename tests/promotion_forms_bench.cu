@@ -1,15 +1,19 @@
-// The promotion's operand forms beside a two-temporary wgmma chain, with
-// nothing else in the loop (no copies, barriers or scale loads): two math
+// The promotion's operand forms beside a two-temporary wgmma chain: two math
 // warpgroups of 132 CTAs issue 4 m64n128k32 e4m3 wgmmas per block from
-// shared memory into alternating temporaries, the real kernel's loop shape,
-// and promote the waited one into a 64-register total as: nothing (one add),
-// FFMA with per-thread register scales, FFMA with an immediate, or FADD;
-// then FFMA with scales loaded per block as the kernel loads them: the
-// activation scales from shared memory (rows r and r + 8 of a stage's slot)
-// times the weight scale from global memory (one block ahead), or only one
-// of the two; and the loaded scales read before the block's MMAs are issued
-// or one block earlier than the kernel reads them.
-// HARDWARE.toml cites its H200 figures. Build here, run on the GPU (cupy):
+// shared memory into alternating temporaries (the kernel's loop shape) and
+// promote the waited one into a 64-register total as: nothing (one add),
+// FFMA with per-thread register scales, FFMA with an immediate, FADD, or
+// FFMA with scales loaded per block as the kernel loads them (activation
+// scales by LDS from a stage slot times the weight scale by LDG one block
+// ahead, or one of the two; read after the block's MMAs are issued, before
+// them, or a block earlier). Then the same with more of the kernel around
+// it (B): _b the 5-stage full/empty barrier ring with a producer warp that
+// arrives without copying and the kernel's register split (setmaxnreg
+// 232 / 40); _regsplit only the register split (the producer warpgroup
+// leaves at once); _backoff the ring with the producer sleeping 200 ns
+// between non-blocking tests; _nofullwait the ring without the math warps'
+// full-barrier waits. No TMA copy anywhere. HARDWARE.toml cites its H200
+// figures. Build here, run on the GPU (cupy):
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -cubin -o promotion_forms.cubin tests/promotion_forms_bench.cu
 //   python3 tests/promotion_forms_bench.py promotion_forms.cubin
 #include <cstdint>
@@ -46,7 +50,7 @@ __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float 
     }
   }
 }
-template <int V, int L = 0>
+template <int V, int L = 0, int B = 0>
 __device__ void body(int iters, float* sink, const float* scales) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -56,7 +60,46 @@ __device__ void body(int iters, float* sink, const float* scales) {
   // 8 stages x 128 rows, past the 1024-aligned tiles (a shared-window pointer: LDS, as in the kernel)
   float* sa = reinterpret_cast<float*>(smem_raw + 1024 + (128 + 128) * 128);
   for (int i = threadIdx.x; i < 8 * 128; i += blockDim.x) sa[i] = 0.5f + 0.001f * (i % 97);
+  // B: a 5-stage ring of full/empty barriers as in the kernel, with a producer
+  // warp (the third warpgroup's first thread) that arrives on "full" without
+  // copying anything, and each math warp releasing a stage after its block's
+  // promotion
+  constexpr int S = 5;
+  __shared__ __align__(8) uint64_t bars[2 * S];
+  auto full = [&](int st) { return ptx::smem_addr(&bars[st]); };
+  auto empty = [&](int st) { return ptx::smem_addr(&bars[S + st]); };
+  if (B && B != 2 && threadIdx.x == 0) {
+    for (int st = 0; st < S; ++st) {
+      ptx::mbar_init(full(st), 1);
+      ptx::mbar_init(empty(st), 8);
+    }
+    ptx::fence_barrier_init();
+  }
   __syncthreads();
+  if (B && wg == 2) {
+    ptx::setmaxnreg_dec<40>();  // the kernel's register split: 40 here, 232 per math thread
+    if (B != 2 && threadIdx.x == 256) {
+      int st = 0;
+      uint32_t ph = 0;
+      for (int kb = 0; kb < 2 * iters; ++kb) {
+        if constexpr (B == 3) {
+          uint32_t done = 0;
+          for (;;) {
+            asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(empty(st)), "r"((ph ^ 1)) : "memory");
+            if (done) break;
+            __nanosleep(200);
+          }
+        } else {
+          ptx::mbar_wait(empty(st), ph ^ 1);
+        }
+        ptx::mbar_arrive(full(st));
+        if (++st == S) { st = 0; ph ^= 1; }
+      }
+    }
+    return;
+  }
+  if constexpr (B) ptx::setmaxnreg_inc<232>();
   const uint32_t base = ptx::smem_addr(smem);
   const uint64_t da = ptx::desc_k_major_sw128(base + wg * 64 * 128);
   const uint64_t db = ptx::desc_k_major_sw128(base + 128 * 128);
@@ -92,6 +135,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
   float a0, a1, b0, b1, n0 = 0.f, n1 = 0.f;  // (L = 2: the next block's scales, read a block early)
   // block kb's scales into (x0, x1) around its MMAs' issue, where L says
   auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
+    if constexpr (B == 1 || B == 3) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
     if constexpr (L == 1) block_scales(kb, x0, x1);
     if constexpr (L == 2) {
       if (kb == 0) block_scales(0, n0, n1);
@@ -101,23 +145,33 @@ __device__ void body(int iters, float* sink, const float* scales) {
     if constexpr (L == 0) block_scales(kb, x0, x1);
     if constexpr (L == 2) block_scales(kb + 1, n0, n1);
   };
+  auto release = [&](int kb) {  // (B) this warp is done with block kb's stage
+    if constexpr (B != 0 && B != 2) {
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(empty(kb % S));
+    }
+  };
   issue_block(ta, 0, a0, a1);
   for (int j = 0;; j += 2) {
     if (j + 1 < steps) {
       issue_block(tb, j + 1, b0, b1);
       ptx::wgmma_wait<1>();
+      release(j);
       promote<V>(acc, ta, a0, a1);
     } else {
       ptx::wgmma_wait<0>();
+      release(j);
       promote<V>(acc, ta, a0, a1);
       break;
     }
     if (j + 2 < steps) {
       issue_block(ta, j + 2, a0, a1);
       ptx::wgmma_wait<1>();
+      release(j + 1);
       promote<V>(acc, tb, b0, b1);
     } else {
       ptx::wgmma_wait<0>();
+      release(j + 1);
       promote<V>(acc, tb, b0, b1);
       break;
     }
@@ -137,3 +191,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) ffma_w_only(int n, float* s
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_loaded_before(int n, float* s, const float* c) { body<4, 1>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_loaded_ahead(int n, float* s, const float* c) { body<4, 2>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_sa_only_ahead(int n, float* s, const float* c) { body<5, 2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_b(int n, float* s, const float* c) { body<0, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_b(int n, float* s, const float* c) { body<1, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_b(int n, float* s, const float* c) { body<2, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_b(int n, float* s, const float* c) { body<4, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_regsplit(int n, float* s, const float* c) { body<0, 0, 2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_regsplit(int n, float* s, const float* c) { body<1, 0, 2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_regsplit(int n, float* s, const float* c) { body<2, 0, 2>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_backoff(int n, float* s, const float* c) { body<0, 0, 3>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_backoff(int n, float* s, const float* c) { body<1, 0, 3>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_backoff(int n, float* s, const float* c) { body<2, 0, 3>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_nofullwait(int n, float* s, const float* c) { body<0, 0, 4>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_nofullwait(int n, float* s, const float* c) { body<1, 0, 4>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_nofullwait(int n, float* s, const float* c) { body<2, 0, 4>(n, s, c); }

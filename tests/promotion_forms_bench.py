@@ -1,27 +1,32 @@
-"""Times tests/promotion_forms_bench.cu's kernels in alternating order
-(6 rounds, 3 calls each, medians). Usage: python3 tests/promotion_forms_bench.py CUBIN"""
+"""Times tests/promotion_forms_bench.cu's kernels, 600 blocks per call, in
+alternating order (6 rounds, 3 calls each, medians), against the plain loop
+(none) and the barrier-ring loop (none_b).
+Usage: python3 tests/promotion_forms_bench.py CUBIN"""
 import os, statistics, sys
 import cupy as cp
 mod = cp.RawModule(path=sys.argv[1] if len(sys.argv) > 1 else "promotion_forms.cubin")
 names = ["none", "ffma_reg", "ffma_imm", "f_add", "ffma_loaded", "ffma_sa_only", "ffma_w_only",
-         "ffma_loaded_before", "ffma_loaded_ahead", "ffma_sa_only_ahead"]
+         "ffma_loaded_before", "ffma_loaded_ahead", "ffma_sa_only_ahead",
+         "none_b", "ffma_reg_b", "ffma_imm_b", "ffma_loaded_b"] + [
+    f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait") for v in ("none", "ffma_reg", "ffma_imm")]
 fns = {n: mod.get_function(n) for n in names}
 sink = cp.zeros(132 * 256, dtype=cp.float32)
 scales = cp.asarray([0.5 + 0.01 * i for i in range(64)], dtype=cp.float32)
 smem = 256 * 128 + 8 * 128 * 4 + 1024
-for iters in (3000, 600):
+for iters in (600,):
     times = {n: [] for n in names}
     for rnd in range(6):
         order = names if rnd % 2 == 0 else names[::-1]
         for n in order:
             s, e = cp.cuda.Event(), cp.cuda.Event()
-            fns[n]((132,), (256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
+            fns[n]((132,), (384 if n.endswith(("_b", "_regsplit", "_backoff", "_nofullwait")) else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
             s.record()
             for _ in range(3):
-                fns[n]((132,), (256,), (cp.int32(iters), sink, scales), shared_mem=smem)
+                fns[n]((132,), (384 if n.endswith(("_b", "_regsplit", "_backoff", "_nofullwait")) else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)
             e.record(); e.synchronize()
             times[n].append(cp.cuda.get_elapsed_time(s, e) / 3)
     base = statistics.median(times["none"])
+    base_b = statistics.median(times["none_b"])
     for n in names:
         t = statistics.median(times[n])
-        print(f"iters {iters}: {n:18s} {t * 1e3:9.1f} us per call, {t * 1e6 / (2 * iters) / 1e3:.4f} us per block, x{t / base:.3f} of none, spread {min(times[n]) * 1e3:.1f}-{max(times[n]) * 1e3:.1f}")
+        print(f"iters {iters}: {n:18s} {t * 1e3:9.1f} us per call, {t * 1e6 / (2 * iters) / 1e3:.4f} us per block, x{t / base:.3f} of none, x{t / base_b:.3f} of none_b, spread {min(times[n]) * 1e3:.1f}-{max(times[n]) * 1e3:.1f}")
