@@ -12,8 +12,23 @@
 // 232 / 40); _regsplit only the register split (the producer warpgroup
 // leaves at once); _backoff the ring with the producer sleeping 200 ns
 // between non-blocking tests; _nofullwait the ring without the math warps'
-// full-barrier waits. No TMA copy anywhere. HARDWARE.toml cites its H200
-// figures. Build here, run on the GPU (cupy):
+// full-barrier waits. Which part of the ring matters: _spinonly a producer
+// spinning on one barrier all call, no ring; _arriveonly each math warp's
+// per-block arrive on "empty" alone (no producer, no waits); _stsonly a
+// plain shared store in its place; _namedonly a bar.arrive in its place;
+// _noproducer the ring re-armed by the math warps. Other placements and
+// partners of the ring: _laterelease (arrive after the promotion),
+// _issuedrelease (after the next block's MMAs are issued; _arriveonly_issued
+// likewise without the rest), _testfull (the next full barrier tested before
+// the promotion), _elect (one warp per warpgroup waits on "full", bar.sync
+// passes it on), _suspend (the producer's waits with a 1 ms suspend hint),
+// _namedempty (releases by bar.arrive, the producer warp bar.syncs),
+// _namedring (both sides on named barriers, warp 9 forwarding "full"),
+// _namedfull (only "full" so), _pairstage (stages of two blocks: one wait
+// and one release per two; ptxas serializes none_pairstage's wgmmas, C7514,
+// so its forms compare with none_b). No TMA copy anywhere. HARDWARE.toml cites its
+// H200 figures. Build here, run on the GPU (cupy; optional suffixes pick
+// kernels, e.g. `... promotion_forms.cubin b arriveonly`):
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -cubin -o promotion_forms.cubin tests/promotion_forms_bench.cu
 //   python3 tests/promotion_forms_bench.py promotion_forms.cubin
 #include <cstdint>
@@ -68,20 +83,52 @@ __device__ void body(int iters, float* sink, const float* scales) {
   __shared__ __align__(8) uint64_t bars[2 * S];
   auto full = [&](int st) { return ptx::smem_addr(&bars[st]); };
   auto empty = [&](int st) { return ptx::smem_addr(&bars[S + st]); };
+  __shared__ __align__(8) uint64_t done_bar;  // (B = 5) the math warps' end, for the spinning producer
   if (B && B != 2 && threadIdx.x == 0) {
     for (int st = 0; st < S; ++st) {
-      ptx::mbar_init(full(st), 1);
+      ptx::mbar_init(full(st), B == 7 ? 8 : 1);
       ptx::mbar_init(empty(st), 8);
     }
+    ptx::mbar_init(ptx::smem_addr(&done_bar), 8);
     ptx::fence_barrier_init();
   }
   __syncthreads();
+  // B = 7: no producer; each math warp's release of block kb is its arrive on
+  // full(kb % S) for block kb + S, and the first S phases are arrived here
+  if (B == 7 && wg < 2 && lane == 0)
+    for (int st = 0; st < S; ++st) ptx::mbar_arrive(full(st));
   if (B && wg == 2) {
     ptx::setmaxnreg_dec<40>();  // the kernel's register split: 40 here, 232 per math thread
-    if (B != 2 && threadIdx.x == 256) {
+    if (B == 5 && threadIdx.x == 256) ptx::mbar_wait(ptx::smem_addr(&done_bar), 0);  // spins to the end
+    // B = 17, 19: a forwarder warp (warp 9) waits for each stage's "full"
+    // barrier in order and passes it to the math warps on named barrier
+    // 1 + stage (they bar.sync there instead of waiting on the mbarrier).
+    // B = 17 also releases stages on named barrier 6 + stage, which the
+    // whole producer warp (warp 8) bar.syncs before refilling.
+    if ((B == 17 || B == 19) && warp == 1) {
+      for (int kb = 0, st = 0; kb < 2 * iters; ++kb, st = (st + 1) % S) {
+        ptx::mbar_wait(full(st), (kb / S) & 1);
+        ptx::named_barrier_arrive(1 + st, 288);
+      }
+    }
+    if (B == 17 && warp == 0) {
+      int st = 0;
+      for (int kb = 0; kb < 2 * iters; ++kb) {
+        if (kb >= S) ptx::named_barrier(6 + st, 288);
+        if (lane == 0) ptx::mbar_arrive(full(st));
+        if (++st == S) st = 0;
+      }
+      for (int i = 0; i < S; ++i, st = (st + 1) % S) ptx::named_barrier(6 + st, 288);
+    }
+    if (B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 && B != 16 && B != 17 && threadIdx.x == 256) {
       int st = 0;
       uint32_t ph = 0;
-      for (int kb = 0; kb < 2 * iters; ++kb) {
+      for (int kb = 0; kb < (B == 18 ? iters : 2 * iters); ++kb) {
+        if constexpr (B == 18) {  // kb counts two-block stages here, over 3 stages
+          ptx::mbar_wait(empty(kb % 3), ((kb / 3) & 1) ^ 1);
+          ptx::mbar_arrive(full(kb % 3));
+          continue;
+        }
         if constexpr (B == 3) {
           uint32_t done = 0;
           for (;;) {
@@ -90,12 +137,22 @@ __device__ void body(int iters, float* sink, const float* scales) {
             if (done) break;
             __nanosleep(200);
           }
+        } else if constexpr (B == 11) {  // try_wait with a 1 ms suspend-time hint
+          uint32_t done = 0;
+          do {
+            asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n selp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(empty(st)), "r"((ph ^ 1)), "r"(1000000u) : "memory");
+          } while (!done);
+        } else if constexpr (B == 14) {  // named barrier 1 + st: the 8 math warps' bar.arrive for its last use
+          if (kb >= S) ptx::named_barrier(1 + st, 288);
         } else {
           ptx::mbar_wait(empty(st), ph ^ 1);
         }
         ptx::mbar_arrive(full(st));
         if (++st == S) { st = 0; ph ^= 1; }
       }
+      if constexpr (B == 14)  // the last S blocks' releases
+        for (int i = 0; i < S; ++i, st = (st + 1) % S) ptx::named_barrier(1 + st, 288);
     }
     return;
   }
@@ -134,8 +191,30 @@ __device__ void body(int iters, float* sink, const float* scales) {
   const int steps = 2 * iters;
   float a0, a1, b0, b1, n0 = 0.f, n1 = 0.f;  // (L = 2: the next block's scales, read a block early)
   // block kb's scales into (x0, x1) around its MMAs' issue, where L says
+  // (B = 8) the next block's full barrier tested before the promotion:
+  // ready says it had completed then, and the wait below is skipped
+  uint32_t ready = 0;
+  auto test_full = [&](int kb) {
+    if constexpr (B == 8) {
+      if (kb < steps)
+        asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(ready) : "r"(full(kb % S)), "r"((kb / S) & 1) : "memory");
+    }
+  };
   auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
-    if constexpr (B == 1 || B == 3) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+    if constexpr (B == 8) {
+      if (!ready) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+      ready = 0;
+    }
+    if constexpr (B == 17 || B == 19) ptx::named_barrier(1 + kb % S, 288);  // the forwarder's pass
+    if constexpr (B == 18) {  // stages of two blocks: one wait per stage, at its first block
+      if (kb % 2 == 0) ptx::mbar_wait(full((kb / 2) % 3), (kb / 6) & 1);
+    }
+    if constexpr (B == 9) {  // warp 0 waits for the stage, and passes it on to its warpgroup
+      if (warp == 0) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+      ptx::named_barrier(1 + wg, 128);
+    }
     if constexpr (L == 1) block_scales(kb, x0, x1);
     if constexpr (L == 2) {
       if (kb == 0) block_scales(0, n0, n1);
@@ -146,7 +225,35 @@ __device__ void body(int iters, float* sink, const float* scales) {
     if constexpr (L == 2) block_scales(kb + 1, n0, n1);
   };
   auto release = [&](int kb) {  // (B) this warp is done with block kb's stage
-    if constexpr (B != 0 && B != 2) {
+    if constexpr (B == 18) {  // one release per two-block stage, after its second block
+      if (kb % 2 == 1) {
+        __syncwarp();
+        if (lane == 0) ptx::mbar_arrive(empty((kb / 2) % 3));
+      }
+    } else if constexpr (B == 17) {
+      ptx::named_barrier_arrive(6 + kb % S, 288);
+    } else if constexpr (B == 14) {  // the whole warp arrives on the stage's named barrier
+      ptx::named_barrier_arrive(1 + kb % S, 288);
+    } else if constexpr (B == 15) {  // (diagnostic) a plain shared store instead of an arrive
+      if (lane == 0) *reinterpret_cast<volatile int*>(sa + 1000 + (threadIdx.x / 32)) = kb;
+    } else if constexpr (B == 16) {  // (diagnostic) a named-barrier arrive that nobody waits for
+      ptx::named_barrier_arrive(1 + kb % S, 256);
+    } else if constexpr (B != 0 && B != 2 && B != 5 && B != 10 && B != 12 && B != 13) {
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(B == 7 ? full(kb % S) : empty(kb % S));
+    }
+  };
+  // (B = 12, 13) block kb released after the next block's MMAs are issued
+  auto issued_release = [&](int kb) {
+    if constexpr (B == 12 || B == 13) {
+      if (kb >= 0) {
+        __syncwarp();
+        if (lane == 0) ptx::mbar_arrive(empty(kb % S));
+      }
+    }
+  };
+  auto late_release = [&](int kb) {  // (B = 10) after the promotion instead
+    if constexpr (B == 10) {
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(empty(kb % S));
     }
@@ -155,26 +262,42 @@ __device__ void body(int iters, float* sink, const float* scales) {
   for (int j = 0;; j += 2) {
     if (j + 1 < steps) {
       issue_block(tb, j + 1, b0, b1);
+      issued_release(j - 1);
       ptx::wgmma_wait<1>();
       release(j);
+      test_full(j + 2);
       promote<V>(acc, ta, a0, a1);
+      late_release(j);
     } else {
       ptx::wgmma_wait<0>();
       release(j);
+      issued_release(j - 1);
+      issued_release(j);
       promote<V>(acc, ta, a0, a1);
+      late_release(j);
       break;
     }
     if (j + 2 < steps) {
       issue_block(ta, j + 2, a0, a1);
+      issued_release(j);
       ptx::wgmma_wait<1>();
       release(j + 1);
+      test_full(j + 3);
       promote<V>(acc, tb, b0, b1);
+      late_release(j + 1);
     } else {
       ptx::wgmma_wait<0>();
       release(j + 1);
+      issued_release(j);
+      issued_release(j + 1);
       promote<V>(acc, tb, b0, b1);
+      late_release(j + 1);
       break;
     }
+  }
+  if (B == 5) {
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(ptx::smem_addr(&done_bar));
   }
   float x = 0.f;
 #pragma unroll
@@ -204,3 +327,60 @@ extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_backoff(int n, flo
 extern "C" __global__ void __launch_bounds__(384, 1) none_nofullwait(int n, float* s, const float* c) { body<0, 0, 4>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_nofullwait(int n, float* s, const float* c) { body<1, 0, 4>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_nofullwait(int n, float* s, const float* c) { body<2, 0, 4>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_spinonly(int n, float* s, const float* c) { body<0, 0, 5>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_spinonly(int n, float* s, const float* c) { body<1, 0, 5>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_spinonly(int n, float* s, const float* c) { body<2, 0, 5>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_arriveonly(int n, float* s, const float* c) { body<0, 0, 6>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_arriveonly(int n, float* s, const float* c) { body<1, 0, 6>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_arriveonly(int n, float* s, const float* c) { body<2, 0, 6>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_noproducer(int n, float* s, const float* c) { body<0, 0, 7>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_noproducer(int n, float* s, const float* c) { body<1, 0, 7>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_noproducer(int n, float* s, const float* c) { body<2, 0, 7>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_testfull(int n, float* s, const float* c) { body<0, 0, 8>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_testfull(int n, float* s, const float* c) { body<1, 0, 8>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_testfull(int n, float* s, const float* c) { body<2, 0, 8>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_elect(int n, float* s, const float* c) { body<0, 0, 9>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_elect(int n, float* s, const float* c) { body<1, 0, 9>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_elect(int n, float* s, const float* c) { body<2, 0, 9>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_laterelease(int n, float* s, const float* c) { body<0, 0, 10>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_laterelease(int n, float* s, const float* c) { body<1, 0, 10>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_laterelease(int n, float* s, const float* c) { body<2, 0, 10>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_suspend(int n, float* s, const float* c) { body<0, 0, 11>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_suspend(int n, float* s, const float* c) { body<1, 0, 11>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_suspend(int n, float* s, const float* c) { body<2, 0, 11>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_issuedrelease(int n, float* s, const float* c) { body<0, 0, 12>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_issuedrelease(int n, float* s, const float* c) { body<1, 0, 12>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_issuedrelease(int n, float* s, const float* c) { body<2, 0, 12>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_issuedrelease(int n, float* s, const float* c) { body<4, 0, 12>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_arriveonly_issued(int n, float* s, const float* c) { body<0, 0, 13>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_arriveonly_issued(int n, float* s, const float* c) { body<1, 0, 13>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_arriveonly_issued(int n, float* s, const float* c) { body<2, 0, 13>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_arriveonly_issued(int n, float* s, const float* c) { body<4, 0, 13>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_namedempty(int n, float* s, const float* c) { body<0, 0, 14>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_namedempty(int n, float* s, const float* c) { body<1, 0, 14>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_namedempty(int n, float* s, const float* c) { body<2, 0, 14>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_namedempty(int n, float* s, const float* c) { body<4, 0, 14>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_stsonly(int n, float* s, const float* c) { body<0, 0, 15>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_stsonly(int n, float* s, const float* c) { body<1, 0, 15>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_stsonly(int n, float* s, const float* c) { body<2, 0, 15>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_stsonly(int n, float* s, const float* c) { body<4, 0, 15>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_namedonly(int n, float* s, const float* c) { body<0, 0, 16>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_namedonly(int n, float* s, const float* c) { body<1, 0, 16>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_namedonly(int n, float* s, const float* c) { body<2, 0, 16>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_namedonly(int n, float* s, const float* c) { body<4, 0, 16>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_namedring(int n, float* s, const float* c) { body<0, 0, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_namedring(int n, float* s, const float* c) { body<1, 0, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_namedring(int n, float* s, const float* c) { body<2, 0, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_namedring(int n, float* s, const float* c) { body<4, 0, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_namedfull(int n, float* s, const float* c) { body<0, 0, 19>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_namedfull(int n, float* s, const float* c) { body<1, 0, 19>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_namedfull(int n, float* s, const float* c) { body<2, 0, 19>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_namedfull(int n, float* s, const float* c) { body<4, 0, 19>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_before_b(int n, float* s, const float* c) { body<4, 1, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_ahead_b(int n, float* s, const float* c) { body<4, 2, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_before_namedring(int n, float* s, const float* c) { body<4, 1, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_ahead_namedring(int n, float* s, const float* c) { body<4, 2, 17>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_pairstage(int n, float* s, const float* c) { body<0, 0, 18>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_pairstage(int n, float* s, const float* c) { body<1, 0, 18>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_pairstage(int n, float* s, const float* c) { body<2, 0, 18>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_pairstage(int n, float* s, const float* c) { body<4, 0, 18>(n, s, c); }

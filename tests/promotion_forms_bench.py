@@ -1,14 +1,21 @@
 """Times tests/promotion_forms_bench.cu's kernels, 600 blocks per call, in
 alternating order (6 rounds, 3 calls each, medians), against the plain loop
 (none) and the barrier-ring loop (none_b).
-Usage: python3 tests/promotion_forms_bench.py CUBIN"""
+Usage: python3 tests/promotion_forms_bench.py CUBIN [SUFFIX ...]
+(with suffixes, only the kernels named with one, beside the two bases)"""
 import os, statistics, sys
 import cupy as cp
 mod = cp.RawModule(path=sys.argv[1] if len(sys.argv) > 1 else "promotion_forms.cubin")
 names = ["none", "ffma_reg", "ffma_imm", "f_add", "ffma_loaded", "ffma_sa_only", "ffma_w_only",
          "ffma_loaded_before", "ffma_loaded_ahead", "ffma_sa_only_ahead",
          "none_b", "ffma_reg_b", "ffma_imm_b", "ffma_loaded_b"] + [
-    f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait") for v in ("none", "ffma_reg", "ffma_imm")]
+    f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", "arriveonly", "noproducer",
+                                "testfull", "elect", "laterelease", "suspend") for v in ("none", "ffma_reg", "ffma_imm")] + [
+    f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly", "namedring", "namedfull", "pairstage") for v in ("none", "ffma_reg", "ffma_imm", "ffma_loaded")] + [
+    f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
+PLAIN = set(names[:10])
+if len(sys.argv) > 2:
+    names = [n for n in names if n in ("none", "none_b") or n.endswith(tuple("_" + x for x in sys.argv[2:]))]  # 256 threads: no producer warpgroup
 fns = {n: mod.get_function(n) for n in names}
 sink = cp.zeros(132 * 256, dtype=cp.float32)
 scales = cp.asarray([0.5 + 0.01 * i for i in range(64)], dtype=cp.float32)
@@ -19,10 +26,10 @@ for iters in (600,):
         order = names if rnd % 2 == 0 else names[::-1]
         for n in order:
             s, e = cp.cuda.Event(), cp.cuda.Event()
-            fns[n]((132,), (384 if n.endswith(("_b", "_regsplit", "_backoff", "_nofullwait")) else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
+            fns[n]((132,), (384 if n not in PLAIN else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
             s.record()
             for _ in range(3):
-                fns[n]((132,), (384 if n.endswith(("_b", "_regsplit", "_backoff", "_nofullwait")) else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)
+                fns[n]((132,), (384 if n not in PLAIN else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)
             e.record(); e.synchronize()
             times[n].append(cp.cuda.get_elapsed_time(s, e) / 3)
     base = statistics.median(times["none"])
