@@ -26,7 +26,11 @@
 // _namedring (both sides on named barriers, warp 9 forwarding "full"),
 // _namedfull (only "full" so), _pairstage (stages of two blocks: one wait
 // and one release per two; ptxas serializes none_pairstage's wgmmas, C7514,
-// so its forms compare with none_b). No TMA copy anywhere. HARDWARE.toml cites its
+// so its forms compare with none_b). The release's instruction: _clusterarrive
+// (a cluster-scope arrive on the CTA's own barrier), _cpasyncarrive (by the
+// cp.async unit: cp.async.mbarrier.arrive.noinc), _cpasynclate (that, after
+// the promotion); the _..only forms without producer or waits. No TMA copy
+// anywhere. HARDWARE.toml cites its
 // H200 figures. Build here, run on the GPU (cupy; optional suffixes pick
 // kernels, e.g. `... promotion_forms.cubin b arriveonly`):
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -cubin -o promotion_forms.cubin tests/promotion_forms_bench.cu
@@ -120,7 +124,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
       }
       for (int i = 0; i < S; ++i, st = (st + 1) % S) ptx::named_barrier(6 + st, 288);
     }
-    if (B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 && B != 16 && B != 17 && threadIdx.x == 256) {
+    if (B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 && B != 16 && B != 17 && B != 22 && B != 23 && threadIdx.x == 256) {
       int st = 0;
       uint32_t ph = 0;
       for (int kb = 0; kb < (B == 18 ? iters : 2 * iters); ++kb) {
@@ -202,7 +206,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
     }
   };
   auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
-    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 || B == 21 || B == 24) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
     if constexpr (B == 8) {
       if (!ready) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
       ready = 0;
@@ -238,7 +242,17 @@ __device__ void body(int iters, float* sink, const float* scales) {
       if (lane == 0) *reinterpret_cast<volatile int*>(sa + 1000 + (threadIdx.x / 32)) = kb;
     } else if constexpr (B == 16) {  // (diagnostic) a named-barrier arrive that nobody waits for
       ptx::named_barrier_arrive(1 + kb % S, 256);
-    } else if constexpr (B != 0 && B != 2 && B != 5 && B != 10 && B != 12 && B != 13) {
+    } else if constexpr (B == 20 || B == 22) {  // the ring's release as a cluster-scope arrive on its own CTA's barrier
+      __syncwarp();
+      if (lane == 0) {
+        uint32_t remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(empty(kb % S)), "r"(0u));
+        asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+      }
+    } else if constexpr (B == 21 || B == 23) {  // the ring's release by the cp.async unit (no copies pending)
+      __syncwarp();
+      if (lane == 0) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(empty(kb % S)) : "memory");
+    } else if constexpr (B != 0 && B != 2 && B != 5 && B != 10 && B != 12 && B != 13 && B != 24) {
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(B == 7 ? full(kb % S) : empty(kb % S));
     }
@@ -253,6 +267,10 @@ __device__ void body(int iters, float* sink, const float* scales) {
     }
   };
   auto late_release = [&](int kb) {  // (B = 10) after the promotion instead
+    if constexpr (B == 24) {  // (B = 24) by the cp.async unit, after the promotion
+      __syncwarp();
+      if (lane == 0) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(empty(kb % S)) : "memory");
+    }
     if constexpr (B == 10) {
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(empty(kb % S));
@@ -384,3 +402,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) none_pairstage(int n, float
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_pairstage(int n, float* s, const float* c) { body<1, 0, 18>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_pairstage(int n, float* s, const float* c) { body<2, 0, 18>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_pairstage(int n, float* s, const float* c) { body<4, 0, 18>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_clusterarrive(int n, float* s, const float* c) { body<0, 0, 20>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_clusterarrive(int n, float* s, const float* c) { body<1, 0, 20>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_clusterarrive(int n, float* s, const float* c) { body<2, 0, 20>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_clusterarrive(int n, float* s, const float* c) { body<4, 0, 20>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_cpasyncarrive(int n, float* s, const float* c) { body<0, 0, 21>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_cpasyncarrive(int n, float* s, const float* c) { body<1, 0, 21>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_cpasyncarrive(int n, float* s, const float* c) { body<2, 0, 21>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_cpasyncarrive(int n, float* s, const float* c) { body<4, 0, 21>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_clusterarriveonly(int n, float* s, const float* c) { body<0, 0, 22>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_clusterarriveonly(int n, float* s, const float* c) { body<1, 0, 22>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_clusterarriveonly(int n, float* s, const float* c) { body<2, 0, 22>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_clusterarriveonly(int n, float* s, const float* c) { body<4, 0, 22>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_cpasyncarriveonly(int n, float* s, const float* c) { body<0, 0, 23>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_cpasyncarriveonly(int n, float* s, const float* c) { body<1, 0, 23>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_cpasyncarriveonly(int n, float* s, const float* c) { body<2, 0, 23>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_cpasyncarriveonly(int n, float* s, const float* c) { body<4, 0, 23>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_sa_only_b(int n, float* s, const float* c) { body<5, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_sa_only_cpasyncarrive(int n, float* s, const float* c) { body<5, 0, 21>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_sa_only_cpasynclate(int n, float* s, const float* c) { body<5, 0, 24>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_cpasynclate(int n, float* s, const float* c) { body<0, 0, 24>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_cpasynclate(int n, float* s, const float* c) { body<1, 0, 24>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_cpasynclate(int n, float* s, const float* c) { body<2, 0, 24>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_cpasynclate(int n, float* s, const float* c) { body<4, 0, 24>(n, s, c); }

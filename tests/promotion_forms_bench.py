@@ -11,7 +11,9 @@ names = ["none", "ffma_reg", "ffma_imm", "f_add", "ffma_loaded", "ffma_sa_only",
          "none_b", "ffma_reg_b", "ffma_imm_b", "ffma_loaded_b"] + [
     f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", "arriveonly", "noproducer",
                                 "testfull", "elect", "laterelease", "suspend") for v in ("none", "ffma_reg", "ffma_imm")] + [
-    f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly", "namedring", "namedfull", "pairstage") for v in ("none", "ffma_reg", "ffma_imm", "ffma_loaded")] + [
+    f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly", "namedring", "namedfull", "pairstage", "clusterarrive",
+                                            "cpasyncarrive", "clusterarriveonly", "cpasyncarriveonly", "cpasynclate") for v in ("none", "ffma_reg", "ffma_imm", "ffma_loaded")] + [
+    f"ffma_sa_only_{b}" for b in ("b", "cpasyncarrive", "cpasynclate")] + [
     f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
 PLAIN = set(names[:10])
 if len(sys.argv) > 2:
