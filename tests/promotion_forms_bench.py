@@ -6,18 +6,22 @@ Usage: python3 tests/promotion_forms_bench.py CUBIN [SUFFIX ...]
 import os, statistics, sys
 import cupy as cp
 mod = cp.RawModule(path=sys.argv[1] if len(sys.argv) > 1 else "promotion_forms.cubin")
+RING_FORMS = ("none", "ffma_reg", "ffma_imm")
+RING_FORMS_LOADED = RING_FORMS + ("ffma_loaded",)
 names = ["none", "ffma_reg", "ffma_imm", "f_add", "ffma_loaded", "ffma_sa_only", "ffma_w_only",
          "ffma_loaded_before", "ffma_loaded_ahead", "ffma_sa_only_ahead",
-         "none_b", "ffma_reg_b", "ffma_imm_b", "ffma_loaded_b"] + [
-    f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", "arriveonly", "noproducer",
-                                "testfull", "elect", "laterelease", "suspend") for v in ("none", "ffma_reg", "ffma_imm")] + [
-    f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly", "namedring", "namedfull", "pairstage", "clusterarrive",
-                                            "cpasyncarrive", "clusterarriveonly", "cpasyncarriveonly", "cpasynclate") for v in ("none", "ffma_reg", "ffma_imm", "ffma_loaded")] + [
-    f"ffma_sa_only_{b}" for b in ("b", "cpasyncarrive", "cpasynclate")] + [
-    f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
-PLAIN = set(names[:10])
+         "none_b", "ffma_reg_b", "ffma_imm_b", "ffma_loaded_b"]
+names += [f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", "arriveonly", "noproducer",
+                               "testfull", "elect", "laterelease", "suspend") for v in RING_FORMS]
+names += [f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly",
+                               "namedring", "namedfull", "pairstage", "clusterarrive", "cpasyncarrive",
+                               "clusterarriveonly", "cpasyncarriveonly", "cpasynclate") for v in RING_FORMS_LOADED]
+names += [f"ffma_sa_only_{b}" for b in ("b", "cpasyncarrive", "cpasynclate")]
+names += [f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
+PLAIN = set(names[:10])  # 256 threads: no producer warpgroup
+threads = {n: 256 if n in PLAIN else 384 for n in names}
 if len(sys.argv) > 2:
-    names = [n for n in names if n in ("none", "none_b") or n.endswith(tuple("_" + x for x in sys.argv[2:]))]  # 256 threads: no producer warpgroup
+    names = [n for n in names if n in ("none", "none_b") or n.endswith(tuple("_" + x for x in sys.argv[2:]))]
 fns = {n: mod.get_function(n) for n in names}
 sink = cp.zeros(132 * 256, dtype=cp.float32)
 scales = cp.asarray([0.5 + 0.01 * i for i in range(64)], dtype=cp.float32)
@@ -28,10 +32,10 @@ for iters in (600,):
         order = names if rnd % 2 == 0 else names[::-1]
         for n in order:
             s, e = cp.cuda.Event(), cp.cuda.Event()
-            fns[n]((132,), (384 if n not in PLAIN else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
+            fns[n]((132,), (threads[n],), (cp.int32(iters), sink, scales), shared_mem=smem)  # warm
             s.record()
             for _ in range(3):
-                fns[n]((132,), (384 if n not in PLAIN else 256,), (cp.int32(iters), sink, scales), shared_mem=smem)
+                fns[n]((132,), (threads[n],), (cp.int32(iters), sink, scales), shared_mem=smem)
             e.record(); e.synchronize()
             times[n].append(cp.cuda.get_elapsed_time(s, e) / 3)
     base = statistics.median(times["none"])
