@@ -29,7 +29,9 @@
 // so its forms compare with none_b). The release's instruction: _clusterarrive
 // (a cluster-scope arrive on the CTA's own barrier), _cpasyncarrive (by the
 // cp.async unit: cp.async.mbarrier.arrive.noinc), _cpasynclate (that, after
-// the promotion); the _..only forms without producer or waits. No TMA copy
+// the promotion), _proxyrelease (bar.arrive to warp 9, which bar.syncs and
+// arrives on the mbarrier for the producer); the _..only forms without
+// producer or waits. No TMA copy
 // anywhere. HARDWARE.toml cites its
 // H200 figures. Build here, run on the GPU (cupy; optional suffixes pick
 // kernels, e.g. `... promotion_forms.cubin b arriveonly`):
@@ -91,7 +93,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
   if (B && B != 2 && threadIdx.x == 0) {
     for (int st = 0; st < S; ++st) {
       ptx::mbar_init(full(st), B == 7 ? 8 : 1);
-      ptx::mbar_init(empty(st), 8);
+      ptx::mbar_init(empty(st), B == 25 ? 1 : 8);
     }
     ptx::mbar_init(ptx::smem_addr(&done_bar), 8);
     ptx::fence_barrier_init();
@@ -113,6 +115,12 @@ __device__ void body(int iters, float* sink, const float* scales) {
       for (int kb = 0, st = 0; kb < 2 * iters; ++kb, st = (st + 1) % S) {
         ptx::mbar_wait(full(st), (kb / S) & 1);
         ptx::named_barrier_arrive(1 + st, 288);
+      }
+    }
+    if (B == 25 && warp == 1) {  // the proxy: the math warps' bar.arrive in, one mbarrier arrive out
+      for (int kb = 0, st = 0; kb < 2 * iters; ++kb, st = (st + 1) % S) {
+        ptx::named_barrier(6 + st, 288);
+        if (lane == 0) ptx::mbar_arrive(empty(st));
       }
     }
     if (B == 17 && warp == 0) {
@@ -206,7 +214,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
     }
   };
   auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
-    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 || B == 21 || B == 24) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 || B == 21 || B == 24 || B == 25) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
     if constexpr (B == 8) {
       if (!ready) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
       ready = 0;
@@ -234,7 +242,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
         __syncwarp();
         if (lane == 0) ptx::mbar_arrive(empty((kb / 2) % 3));
       }
-    } else if constexpr (B == 17) {
+    } else if constexpr (B == 17 || B == 25) {
       ptx::named_barrier_arrive(6 + kb % S, 288);
     } else if constexpr (B == 14) {  // the whole warp arrives on the stage's named barrier
       ptx::named_barrier_arrive(1 + kb % S, 288);
@@ -425,3 +433,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) none_cpasynclate(int n, flo
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_cpasynclate(int n, float* s, const float* c) { body<1, 0, 24>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_cpasynclate(int n, float* s, const float* c) { body<2, 0, 24>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_cpasynclate(int n, float* s, const float* c) { body<4, 0, 24>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_proxyrelease(int n, float* s, const float* c) { body<0, 0, 25>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_proxyrelease(int n, float* s, const float* c) { body<1, 0, 25>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_proxyrelease(int n, float* s, const float* c) { body<2, 0, 25>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_proxyrelease(int n, float* s, const float* c) { body<4, 0, 25>(n, s, c); }
