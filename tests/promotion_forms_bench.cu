@@ -71,8 +71,20 @@ __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float 
     }
   }
 }
+// V: the promotion's form (0 none, 1 register scales, 2 immediate, 3 FADD,
+// 4 loaded scales, 5 activation scales only, 6 weight scale only). L: where
+// loaded scales are read (0 after the MMAs' issue, 1 before, 2 a block
+// early). B: what surrounds the loop (0 nothing; the kernel names below say
+// which ring or barrier variant each other B is).
 template <int V, int L = 0, int B = 0>
 __device__ void body(int iters, float* sink, const float* scales) {
+  // the B whose producer thread runs the ring's refill loop (the others
+  // have none, or warps of their own in its place)
+  constexpr bool kProducerLoop = B != 0 && B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 &&
+                                 B != 16 && B != 17 && B != 22 && B != 23;
+  // the B whose math warps wait on each stage's full mbarrier before its MMAs
+  constexpr bool kFullWait = B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 ||
+                             B == 21 || B == 24 || B == 25;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -132,7 +144,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
       }
       for (int i = 0; i < S; ++i, st = (st + 1) % S) ptx::named_barrier(6 + st, 288);
     }
-    if (B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 && B != 16 && B != 17 && B != 22 && B != 23 && threadIdx.x == 256) {
+    if (kProducerLoop && threadIdx.x == 256) {
       int st = 0;
       uint32_t ph = 0;
       for (int kb = 0; kb < (B == 18 ? iters : 2 * iters); ++kb) {
@@ -214,7 +226,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
     }
   };
   auto issue_block = [&](float (&t)[64], int kb, float& x0, float& x1) {
-    if constexpr (B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 || B == 21 || B == 24 || B == 25) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
+    if constexpr (kFullWait) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
     if constexpr (B == 8) {
       if (!ready) ptx::mbar_wait(full(kb % S), (kb / S) & 1);
       ready = 0;
