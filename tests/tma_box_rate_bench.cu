@@ -16,7 +16,7 @@
 // warps share them; the issuer waits on a free slot by try_wait or
 // test_wait. Rates come after a warm-up, with the SM clock measured.
 // Rate: a CTA's bytes over the time difference of K = 16384 and K = 8192
-// (fixed costs cancel), for 16, 33, 66 and 132 CTAs. HARDWARE.toml cites
+// (fixed costs cancel), for 16 and 132 CTAs. HARDWARE.toml cites
 // its H200 figures.
 // Build here, run on the GPU (needs only the driver):
 //   nvcc -arch=sm_90a -O3 -std=c++17 -I templates/include -o tma_box_rate tests/tma_box_rate_bench.cu -ldl
