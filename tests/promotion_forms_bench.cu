@@ -6,7 +6,7 @@
 // FFMA with scales loaded per block as the kernel loads them (activation
 // scales by LDS from a stage slot times the weight scale by LDG one block
 // ahead, or one of the two; read after the block's MMAs are issued, before
-// them, or a block earlier). Then the same with more of the kernel around
+// them, or a block earlier; _grp: with each row's FFMAs written first). Then the same with more of the kernel around
 // it (B): _b the 5-stage full/empty barrier ring with a producer warp that
 // arrives without copying and the kernel's register split (setmaxnreg
 // 232 / 40); _regsplit only the register split (the producer warpgroup
@@ -31,7 +31,11 @@
 // cp.async unit: cp.async.mbarrier.arrive.noinc), _cpasynclate (that, after
 // the promotion), _proxyrelease (bar.arrive to warp 9, which bar.syncs and
 // arrives on the mbarrier for the producer); the _..only forms without
-// producer or waits. No TMA copy
+// producer or waits. How many warps arrive on one barrier: _arrive1 (only
+// each warpgroup's first warp releases: a diagnostic, since the kernel's
+// other warps may still read the stage), _arrive1only (that alone, as
+// _arriveonly), _emptywg ("empty" split into one barrier per warpgroup, the
+// producer waiting on both), _emptywarp (one per warp, it waits on 8). No TMA copy
 // anywhere. HARDWARE.toml cites its
 // H200 figures. Build here, run on the GPU (cupy; optional suffixes pick
 // kernels, e.g. `... promotion_forms.cubin b arriveonly`):
@@ -48,11 +52,22 @@ __device__ __forceinline__ void mma(float (&d)[64], uint64_t da, uint64_t db, in
 }
 template <int V0>
 __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float s0, float s1) {
-  constexpr int V = V0 >= 4 ? 1 : V0;  // loaded scales: the register-scale FFMA
+  constexpr int V = V0 == 7 ? 7 : V0 >= 4 ? 1 : V0;  // loaded scales: the register-scale FFMA (7: grouped)
 #pragma unroll
   for (int i = 0; i < 64; ++i) ptx::fence_operand(t[i]);
   if constexpr (V == 0) {
     acc[0] += t[63];
+  } else if constexpr (V == 7) {  // loaded scales as V = 4, row r's 32 FFMAs written before row r + 8's
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      acc[4 * c + 0] = fmaf(t[4 * c + 0], s0, acc[4 * c + 0]);
+      acc[4 * c + 1] = fmaf(t[4 * c + 1], s0, acc[4 * c + 1]);
+    }
+#pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      acc[4 * c + 2] = fmaf(t[4 * c + 2], s1, acc[4 * c + 2]);
+      acc[4 * c + 3] = fmaf(t[4 * c + 3], s1, acc[4 * c + 3]);
+    }
   } else {
 #pragma unroll
     for (int c = 0; c < 16; ++c) {
@@ -72,7 +87,8 @@ __device__ __forceinline__ void promote(float (&acc)[64], float (&t)[64], float 
   }
 }
 // V: the promotion's form (0 none, 1 register scales, 2 immediate, 3 FADD,
-// 4 loaded scales, 5 activation scales only, 6 weight scale only). L: where
+// 4 loaded scales, 5 activation scales only, 6 weight scale only, 7 loaded
+// scales with row r's FFMAs written before row r + 8's: _grp). L: where
 // loaded scales are read (0 after the MMAs' issue, 1 before, 2 a block
 // early). B: what surrounds the loop (0 nothing; the kernel names below say
 // which ring or barrier variant each other B is).
@@ -81,10 +97,10 @@ __device__ void body(int iters, float* sink, const float* scales) {
   // the B whose producer thread runs the ring's refill loop (the others
   // have none, or warps of their own in its place)
   constexpr bool kProducerLoop = B != 0 && B != 2 && B != 5 && B != 6 && B != 7 && B != 13 && B != 15 &&
-                                 B != 16 && B != 17 && B != 22 && B != 23;
+                                 B != 16 && B != 17 && B != 22 && B != 23 && B != 26;
   // the B whose math warps wait on each stage's full mbarrier before its MMAs
   constexpr bool kFullWait = B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 ||
-                             B == 21 || B == 24 || B == 25;
+                             B == 21 || B == 24 || B == 25 || B == 27 || B == 28 || B == 29;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -102,10 +118,17 @@ __device__ void body(int iters, float* sink, const float* scales) {
   auto full = [&](int st) { return ptx::smem_addr(&bars[st]); };
   auto empty = [&](int st) { return ptx::smem_addr(&bars[S + st]); };
   __shared__ __align__(8) uint64_t done_bar;  // (B = 5) the math warps' end, for the spinning producer
+  // (B = 28, 29) "empty" split per warpgroup (2 barriers of 4 arrivals per
+  // stage) or per warp (8 of 1): fewer warps arrive on each barrier
+  constexpr int kEmptySplit = B == 28 ? 2 : B == 29 ? 8 : 1;
+  __shared__ __align__(8) uint64_t split_bars[8 * S];
+  auto split_empty = [&](int st, int part) { return ptx::smem_addr(&split_bars[st * 8 + part]); };
   if (B && B != 2 && threadIdx.x == 0) {
     for (int st = 0; st < S; ++st) {
       ptx::mbar_init(full(st), B == 7 ? 8 : 1);
-      ptx::mbar_init(empty(st), B == 25 ? 1 : 8);
+      ptx::mbar_init(empty(st), B == 25 ? 1 : B == 26 || B == 27 ? 2 : 8);
+      if constexpr (kEmptySplit > 1)
+        for (int part = 0; part < kEmptySplit; ++part) ptx::mbar_init(split_empty(st, part), 8 / kEmptySplit);
     }
     ptx::mbar_init(ptx::smem_addr(&done_bar), 8);
     ptx::fence_barrier_init();
@@ -169,6 +192,8 @@ __device__ void body(int iters, float* sink, const float* scales) {
           } while (!done);
         } else if constexpr (B == 14) {  // named barrier 1 + st: the 8 math warps' bar.arrive for its last use
           if (kb >= S) ptx::named_barrier(1 + st, 288);
+        } else if constexpr (kEmptySplit > 1) {
+          for (int part = 0; part < kEmptySplit; ++part) ptx::mbar_wait(split_empty(st, part), ph ^ 1);
         } else {
           ptx::mbar_wait(empty(st), ph ^ 1);
         }
@@ -272,6 +297,12 @@ __device__ void body(int iters, float* sink, const float* scales) {
     } else if constexpr (B == 21 || B == 23) {  // the ring's release by the cp.async unit (no copies pending)
       __syncwarp();
       if (lane == 0) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(empty(kb % S)) : "memory");
+    } else if constexpr (B == 26 || B == 27) {  // (diagnostic) only each warpgroup's first warp arrives
+      __syncwarp();
+      if (warp == 0 && lane == 0) ptx::mbar_arrive(empty(kb % S));
+    } else if constexpr (kEmptySplit > 1) {  // this warp's warpgroup's (or its own) barrier
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(split_empty(kb % S, kEmptySplit == 2 ? wg : wg * 4 + warp));
     } else if constexpr (B != 0 && B != 2 && B != 5 && B != 10 && B != 12 && B != 13 && B != 24) {
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(B == 7 ? full(kb % S) : empty(kb % S));
@@ -449,3 +480,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) none_proxyrelease(int n, fl
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_proxyrelease(int n, float* s, const float* c) { body<1, 0, 25>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_proxyrelease(int n, float* s, const float* c) { body<2, 0, 25>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_proxyrelease(int n, float* s, const float* c) { body<4, 0, 25>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_arrive1only(int n, float* s, const float* c) { body<0, 0, 26>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_arrive1only(int n, float* s, const float* c) { body<1, 0, 26>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_arrive1only(int n, float* s, const float* c) { body<2, 0, 26>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_arrive1only(int n, float* s, const float* c) { body<4, 0, 26>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_arrive1(int n, float* s, const float* c) { body<0, 0, 27>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_arrive1(int n, float* s, const float* c) { body<1, 0, 27>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_arrive1(int n, float* s, const float* c) { body<2, 0, 27>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_arrive1(int n, float* s, const float* c) { body<4, 0, 27>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_emptywg(int n, float* s, const float* c) { body<0, 0, 28>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_emptywg(int n, float* s, const float* c) { body<1, 0, 28>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_emptywg(int n, float* s, const float* c) { body<2, 0, 28>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_emptywg(int n, float* s, const float* c) { body<4, 0, 28>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_emptywarp(int n, float* s, const float* c) { body<0, 0, 29>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_emptywarp(int n, float* s, const float* c) { body<1, 0, 29>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_emptywarp(int n, float* s, const float* c) { body<2, 0, 29>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_emptywarp(int n, float* s, const float* c) { body<4, 0, 29>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(256, 1) ffma_grp(int n, float* s, const float* c) { body<7, 0, 0>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_grp_b(int n, float* s, const float* c) { body<7, 0, 1>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_grp_arriveonly(int n, float* s, const float* c) { body<7, 0, 6>(n, s, c); }

@@ -15,10 +15,14 @@ names += [f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", 
                                "testfull", "elect", "laterelease", "suspend") for v in RING_FORMS]
 names += [f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly",
                                "namedring", "namedfull", "pairstage", "clusterarrive", "cpasyncarrive",
-                               "clusterarriveonly", "cpasyncarriveonly", "cpasynclate", "proxyrelease") for v in RING_FORMS_LOADED]
+                               "clusterarriveonly", "cpasyncarriveonly", "cpasynclate", "proxyrelease", "arrive1only", "arrive1",
+                               "emptywg", "emptywarp") for v in RING_FORMS_LOADED]
 names += [f"ffma_sa_only_{b}" for b in ("b", "cpasyncarrive", "cpasynclate")]
 names += [f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
 PLAIN = set(names[:10])  # 256 threads: no producer warpgroup
+# loaded scales with row r's FFMAs written before row r + 8's
+names += ["ffma_grp", "ffma_grp_b", "ffma_grp_arriveonly"]
+PLAIN.add("ffma_grp")
 threads = {n: 256 if n in PLAIN else 384 for n in names}
 if len(sys.argv) > 2:
     names = [n for n in names if n in ("none", "none_b") or n.endswith(tuple("_" + x for x in sys.argv[2:]))]
