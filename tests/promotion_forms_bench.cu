@@ -35,7 +35,10 @@
 // each warpgroup's first warp releases: a diagnostic, since the kernel's
 // other warps may still read the stage), _arrive1only (that alone, as
 // _arriveonly), _emptywg ("empty" split into one barrier per warpgroup, the
-// producer waiting on both), _emptywarp (one per warp, it waits on 8). No TMA copy
+// producer waiting on both), _emptywarp (one per warp, it waits on 8).
+// How a warp arrives: _allarrive (every thread, "empty" counting 256: no
+// branch on the lane), _electarrive (the lane elect.sync picks), _syncelect
+// (that after a __syncwarp, as the kernel's lanes must have read the stage). No TMA copy
 // anywhere. HARDWARE.toml cites its
 // H200 figures. Build here, run on the GPU (cupy; optional suffixes pick
 // kernels, e.g. `... promotion_forms.cubin b arriveonly`):
@@ -100,7 +103,8 @@ __device__ void body(int iters, float* sink, const float* scales) {
                                  B != 16 && B != 17 && B != 22 && B != 23 && B != 26;
   // the B whose math warps wait on each stage's full mbarrier before its MMAs
   constexpr bool kFullWait = B == 1 || B == 3 || B == 7 || B == 10 || B == 11 || B == 12 || B == 14 || B == 20 ||
-                             B == 21 || B == 24 || B == 25 || B == 27 || B == 28 || B == 29;
+                             B == 21 || B == 24 || B == 25 || B == 27 || B == 28 || B == 29 || B == 30 || B == 31 ||
+                             B == 32;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -126,7 +130,7 @@ __device__ void body(int iters, float* sink, const float* scales) {
   if (B && B != 2 && threadIdx.x == 0) {
     for (int st = 0; st < S; ++st) {
       ptx::mbar_init(full(st), B == 7 ? 8 : 1);
-      ptx::mbar_init(empty(st), B == 25 ? 1 : B == 26 || B == 27 ? 2 : 8);
+      ptx::mbar_init(empty(st), B == 25 ? 1 : B == 26 || B == 27 ? 2 : B == 30 ? 256 : 8);
       if constexpr (kEmptySplit > 1)
         for (int part = 0; part < kEmptySplit; ++part) ptx::mbar_init(split_empty(st, part), 8 / kEmptySplit);
     }
@@ -297,6 +301,14 @@ __device__ void body(int iters, float* sink, const float* scales) {
     } else if constexpr (B == 21 || B == 23) {  // the ring's release by the cp.async unit (no copies pending)
       __syncwarp();
       if (lane == 0) asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(empty(kb % S)) : "memory");
+    } else if constexpr (B == 30) {  // every thread arrives (no branch on the lane)
+      ptx::mbar_arrive(empty(kb % S));
+    } else if constexpr (B == 31 || B == 32) {  // one lane, chosen by elect.sync, arrives (32: after __syncwarp)
+      if constexpr (B == 32) __syncwarp();
+      asm volatile(
+          "{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(
+              empty(kb % S))
+          : "memory");
     } else if constexpr (B == 26 || B == 27) {  // (diagnostic) only each warpgroup's first warp arrives
       __syncwarp();
       if (warp == 0 && lane == 0) ptx::mbar_arrive(empty(kb % S));
@@ -499,3 +511,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_emptywarp(int n
 extern "C" __global__ void __launch_bounds__(256, 1) ffma_grp(int n, float* s, const float* c) { body<7, 0, 0>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_grp_b(int n, float* s, const float* c) { body<7, 0, 1>(n, s, c); }
 extern "C" __global__ void __launch_bounds__(384, 1) ffma_grp_arriveonly(int n, float* s, const float* c) { body<7, 0, 6>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_allarrive(int n, float* s, const float* c) { body<0, 0, 30>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_allarrive(int n, float* s, const float* c) { body<1, 0, 30>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_allarrive(int n, float* s, const float* c) { body<2, 0, 30>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_allarrive(int n, float* s, const float* c) { body<4, 0, 30>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_electarrive(int n, float* s, const float* c) { body<0, 0, 31>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_electarrive(int n, float* s, const float* c) { body<1, 0, 31>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_electarrive(int n, float* s, const float* c) { body<2, 0, 31>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_electarrive(int n, float* s, const float* c) { body<4, 0, 31>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) none_syncelect(int n, float* s, const float* c) { body<0, 0, 32>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_reg_syncelect(int n, float* s, const float* c) { body<1, 0, 32>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_imm_syncelect(int n, float* s, const float* c) { body<2, 0, 32>(n, s, c); }
+extern "C" __global__ void __launch_bounds__(384, 1) ffma_loaded_syncelect(int n, float* s, const float* c) { body<4, 0, 32>(n, s, c); }

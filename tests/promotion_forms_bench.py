@@ -16,7 +16,7 @@ names += [f"{v}_{b}" for b in ("regsplit", "backoff", "nofullwait", "spinonly", 
 names += [f"{v}_{b}" for b in ("issuedrelease", "arriveonly_issued", "namedempty", "stsonly", "namedonly",
                                "namedring", "namedfull", "pairstage", "clusterarrive", "cpasyncarrive",
                                "clusterarriveonly", "cpasyncarriveonly", "cpasynclate", "proxyrelease", "arrive1only", "arrive1",
-                               "emptywg", "emptywarp") for v in RING_FORMS_LOADED]
+                               "emptywg", "emptywarp", "allarrive", "electarrive", "syncelect") for v in RING_FORMS_LOADED]
 names += [f"ffma_sa_only_{b}" for b in ("b", "cpasyncarrive", "cpasynclate")]
 names += [f"ffma_loaded_{l}_{b}" for b in ("b", "namedring") for l in ("before", "ahead")]
 PLAIN = set(names[:10])  # 256 threads: no producer warpgroup
