@@ -316,6 +316,36 @@ def _repo_relative(path):
         return None
 
 
+def cmd_compare(args) -> int:
+    import json
+    from pathlib import Path
+
+    from gen.bench.compare import ab_report, runs_report
+    from gen.bench.report import FAST_ARMS
+
+    def read(paths):
+        docs = []
+        for path in paths:
+            try:
+                docs.append(json.loads(Path(path).read_text()))
+            except (OSError, json.JSONDecodeError) as e:
+                raise SystemExit(f"cannot read the bench record {path}: {e}") from None
+        return docs
+
+    impls = tuple(args.impl.split(",")) if args.impl else FAST_ARMS
+    try:
+        if args.base:
+            text = ab_report(read(args.base), read(args.records), impls, family=args.per_instance)
+        else:
+            if args.per_instance:
+                raise SystemExit("--per-instance compares two sides: give --base too")
+            text = runs_report(read(args.records), args.records, impls)
+    except ValueError as e:
+        raise SystemExit(f"cannot compare: {e}") from None
+    print(text, end="")
+    return 0
+
+
 def cmd_merge(args) -> int:
     import json
     from pathlib import Path
@@ -583,6 +613,23 @@ def parser() -> argparse.ArgumentParser:
     me.add_argument("--md", help="also write the Markdown ratio table here")
     me.add_argument("--png", help="also draw TFLOP/s against M here")
     me.set_defaults(func=cmd_merge)
+
+    co = sub.add_parser("compare", help="bench records side by side: runs' spread, or an A/B (no GPU)",
+                        description="Without --base: each record's geometric mean and lowest ratio against "
+                                    "cuBLASLt block scaling, every point's time and ratio per record, and how "
+                                    "far the records spread (our slowest over fastest time per point): for "
+                                    "several runs of the same binaries. With --base: new over base time (each "
+                                    "side's mean over its records) per M range and over all points they share, "
+                                    "the points that moved most, and each run's geometric mean: for an A/B of "
+                                    "two builds timed in alternating processes. Records of different machines "
+                                    "or software setups are refused.")
+    co.add_argument("records", nargs="+", help="bench records (JSON): the runs, or the new side of an A/B")
+    co.add_argument("--base", nargs="+", help="the base side of an A/B (bench records)")
+    co.add_argument("--impl", help="compare this arm (comma-separated: the fastest of them per point) instead "
+                                   "of the fast path (w8a8_wgmma or w8a8_cutlass)")
+    co.add_argument("--per-instance", metavar="FAMILY",
+                    help="with --base and all-instance records: also new over base per instance of FAMILY")
+    co.set_defaults(func=cmd_compare)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
                         description="Runs the bench with every instance of each tuned family (and the peers), "
