@@ -316,30 +316,32 @@ def _repo_relative(path):
         return None
 
 
-def cmd_compare(args) -> int:
+def _read_records(paths) -> list:
+    """Bench records (JSON) from their paths, or exit saying which one failed."""
     import json
     from pathlib import Path
 
+    docs = []
+    for path in paths:
+        try:
+            docs.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"cannot read the bench record {path}: {e}") from None
+    return docs
+
+
+def cmd_compare(args) -> int:
     from gen.bench.compare import ab_report, runs_report
     from gen.bench.report import FAST_ARMS
-
-    def read(paths):
-        docs = []
-        for path in paths:
-            try:
-                docs.append(json.loads(Path(path).read_text()))
-            except (OSError, json.JSONDecodeError) as e:
-                raise SystemExit(f"cannot read the bench record {path}: {e}") from None
-        return docs
 
     impls = tuple(args.impl.split(",")) if args.impl else FAST_ARMS
     try:
         if args.base:
-            text = ab_report(read(args.base), read(args.records), impls, family=args.per_instance)
+            text = ab_report(_read_records(args.base), _read_records(args.records), impls, family=args.per_instance)
         else:
             if args.per_instance:
                 raise SystemExit("--per-instance compares two sides: give --base too")
-            text = runs_report(read(args.records), args.records, impls)
+            text = runs_report(_read_records(args.records), args.records, impls)
     except ValueError as e:
         raise SystemExit(f"cannot compare: {e}") from None
     print(text, end="")
@@ -347,19 +349,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    import json
     from pathlib import Path
 
     from gen.bench.merge import merge
     from gen.bench.report import markdown, plot, write_json
     from runtime.hardware import load_hardware
 
-    docs = []
-    for path in args.records:
-        try:
-            docs.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise SystemExit(f"cannot read the bench record {path}: {e}") from None
+    docs = _read_records(args.records)
     try:
         doc, repeated = merge(docs)
     except ValueError as e:
