@@ -10,8 +10,10 @@ Each sm_90 instruction is 128 bits; the scheduling bits sit above bit 41 of
 the upper 64: stall count (4), yield (1: ptxas writes 1 where the warp keeps
 issuing, 0 where it may switch), write and read barriers (3 each), wait
 mask (6), operand reuse flags (4; 2 is slot b, where the promotion reads its
-scale). banks counts the FFMAs with three register sources of which two that
-are not in the reuse cache share a bank (register number mod 2). rewrite
+scale). banks counts the FFMAs with three register sources, those of them
+of which two sources that are not in the reuse cache share a bank
+(register number mod 2), those with the yield bit set and those that flag
+their scale for reuse. rewrite
 MODE: yield1 sets the yield bit of every FFMA; yield1reuse also flags the
 scale for reuse wherever the next FFMA reads the same one (what ptxas
 writes in the loop without barriers of tests/promotion_forms_bench.cu).
@@ -58,7 +60,10 @@ def kernels(path: str) -> list:
 
 
 def bank_conflicts(ins: list) -> tuple:
-    total = conflicts = 0
+    """Three-register FFMAs: how many, how many read two operands from one
+    bank, how many have the yield bit set, how many flag their scale
+    (slot b) for reuse."""
+    total = conflicts = yields = reused = 0
     cached = set()
     for r in ins:
         m = FFMA.match(r["text"])
@@ -69,8 +74,10 @@ def bank_conflicts(ins: list) -> tuple:
         banks = [int(reg[1:]) % 2 for reg, _ in sources if reg not in cached]
         total += 1
         conflicts += len(banks) != len(set(banks))
+        yields += r["yld"]
+        reused += bool(m.group(5))
         cached = {reg for reg, flag in sources if flag}
-    return total, conflicts
+    return total, conflicts, yields, reused
 
 
 def text_offsets(data: bytes) -> dict:
@@ -122,10 +129,11 @@ def main(argv: list) -> None:
         for spec in argv[1:]:
             path, _, kernel = spec.partition(":")
             for k in [kernel] if kernel else kernels(path):
-                total, conflicts = bank_conflicts(instructions(path, k))
+                total, conflicts, yields, reused = bank_conflicts(instructions(path, k))
                 if total:
                     print(f"{os.path.basename(path)}:{k}: {conflicts} of {total} three-register FFMAs "
-                          f"with a bank conflict ({conflicts / total:.2f})")
+                          f"with a bank conflict ({conflicts / total:.2f}); yield bit set on {yields}, "
+                          f"scale flagged for reuse on {reused}")
     else:
         rewrite(argv[1], argv[2], argv[3], argv[4].split(","))
 
