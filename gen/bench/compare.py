@@ -9,8 +9,7 @@ import math
 import statistics
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from gen.bench.grid import validate_record
-from gen.bench.merge import setup_differences
+from gen.bench.merge import check_records, setup_differences
 from gen.bench.report import BASELINE, FAST_ARMS, _fastest, _gemm_index, geomean
 
 Point = Tuple[int, int, int]  # (N, K, M)
@@ -34,12 +33,10 @@ def fast_times(doc: Dict, impls: Sequence[str] = FAST_ARMS) -> Tuple[Dict[Point,
 def _check(docs: Sequence[Dict], what: str) -> None:
     if not docs:
         raise ValueError(f"no {what} records")
-    for doc in docs:
-        validate_record(doc)
-    for i, doc in enumerate(docs[1:], start=2):
-        differ = setup_differences(docs[0], doc)
-        if differ:
-            raise ValueError(f"{what} record {i} was measured on another setup than record 1 ({', '.join(differ)})")
+    try:
+        check_records(list(docs))
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
 
 
 def _shared(maps: Sequence[Dict[Point, float]]) -> List[Point]:
@@ -48,7 +45,7 @@ def _shared(maps: Sequence[Dict[Point, float]]) -> List[Point]:
         points &= set(m)
     if not points:
         raise ValueError("the records share no GEMM point")
-    return sorted(points, key=lambda p: (p[0], p[1], p[2]))
+    return sorted(points)
 
 
 def _percentile(xs: Sequence[float], q: float) -> float:

@@ -22,6 +22,18 @@ def setup_differences(a: Dict, b: Dict) -> List[str]:
     return [f for f in SAME_SETUP if a.get(f, _ABSENT.get(f)) != b.get(f, _ABSENT.get(f))]
 
 
+def check_records(docs: List[Dict]) -> None:
+    """Each record well formed, and all measured on the first one's setup."""
+    for doc in docs:
+        validate_record(doc)
+    first = docs[0]
+    for i, doc in enumerate(docs[1:], start=2):
+        differ = setup_differences(first, doc)
+        if differ:
+            raise ValueError(f"record {i} was measured on another setup than record 1, differing in "
+                             f"{', '.join(differ)}: {[(f, first.get(f), doc.get(f)) for f in differ]}")
+
+
 def _runs(doc: Dict) -> List[Dict]:
     """A record's own `runs` (already merged), or one run describing it."""
     if doc.get("runs"):
@@ -42,14 +54,8 @@ def merge(docs: List[Dict]) -> Tuple[Dict, int]:
     Records of different setups are refused."""
     if len(docs) < 2:
         raise ValueError("merging needs two or more records")
-    for doc in docs:
-        validate_record(doc)
+    check_records(docs)
     first = docs[0]
-    for i, doc in enumerate(docs[1:], start=2):
-        differ = setup_differences(first, doc)
-        if differ:
-            raise ValueError(f"record {i} differs from record 1 in {', '.join(differ)}: "
-                             f"{[(f, first.get(f), doc.get(f)) for f in differ]}")
     rows: List[Dict] = []
     seen: Dict[Tuple, int] = {}
     runs: List[Dict] = []
