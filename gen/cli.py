@@ -204,7 +204,12 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
                  git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
                  timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
                  a_rows=getattr(args, "a_rows", "padded"), only=_instance_parts(getattr(args, "instances", None),
-                                                                                all_instances))
+                                                                                all_instances),
+                 arm_order=_ARM_ORDER_CHOICES.get(getattr(args, "arm_order", None)))
+
+
+# gen bench --arm-order: the choice as typed, the record's arm_order
+_ARM_ORDER_CHOICES = {"abba": "abba", "fp8gen-first": "fp8gen first", "peers-first": "peers first"}
 
 
 def _instance_parts(text, all_instances: bool) -> tuple:
@@ -581,6 +586,13 @@ def parser() -> argparse.ArgumentParser:
                          "the runtime's workspace hands them to rt.linear and the FFN (a partial last tile row "
                          "then copies rows that exist); exact: M rows, so the copy engine fills a partial last "
                          "tile row with zeros")
+    be.add_argument("--arm-order", choices=tuple(_ARM_ORDER_CHOICES), default=None,
+                    help="the order of each point's arm timings: abba (the default without --all-instances) times "
+                         "them as listed and then in reverse, each arm's time the mean of its two; fp8gen-first "
+                         "(the default with --all-instances, whose instances already run in a drawn order) times "
+                         "fp8gen's arms before the peers (cuBLASLt, torch); peers-first the peers before. Under the "
+                         "power cap the arm timed second at a large point runs on a GPU the first one heated; "
+                         "the record's arm_order says which was used")
     be.set_defaults(func=cmd_bench)
 
     so = sub.add_parser("soak", help="launch every instance of a GEMM family many times, one process each (GPU)",

@@ -159,6 +159,9 @@ def test_summary_lists_points_below_the_baseline():
 
     text = summary({"rows": _point(4096, 7168, 8192, 990.0, 1000.0), "timing": "kernel"})
     assert "1 below 1.0: 4096×7168 M=8192 0.990 (w)" in text and "profiler kernel durations" in text
+    assert "Arm order" not in text  # (a record from before the field)
+    assert "Arm order at each point: abba (listed, then reversed" in summary(
+        {"rows": _point(4096, 7168, 8192, 990.0, 1000.0), "arm_order": "abba"})
 
 
 def test_kernel_timing_splits_the_trace_at_each_flush():
@@ -249,3 +252,47 @@ def test_all_instance_runs_time_each_point_in_its_own_drawn_order():
     assert point_order(names, 0, 8192, 7168, 7168) != a  # another at another point
     assert point_order(names, 1, 4096, 7168, 7168) != a  # and under another seed
     assert point_order(names, None, 4096, 7168, 7168) == names  # no seed: as given
+
+
+def test_arm_orders_put_peers_first_or_time_every_arm_early_and_late():
+    from gen.bench.arms import arm_order
+
+    steps = [(False, "mma"), (False, "wgmma"), (True, "cublaslt_block"), (False, "tensor"), (True, "cublaslt_tensor"),
+             (True, "torch_bf16")]
+    listed = ["mma", "wgmma", "cublaslt_block", "tensor", "cublaslt_tensor", "torch_bf16"]
+    assert [s for _, s in arm_order(steps, "fp8gen first")] == listed
+    assert [s for _, s in arm_order(steps, "peers first")] == ["cublaslt_block", "cublaslt_tensor", "torch_bf16",
+                                                               "mma", "wgmma", "tensor"]
+    abba = [s for _, s in arm_order(steps, "abba", 0)]
+    assert abba == listed + listed[::-1]
+    # every arm's two positions average to the same place: none is favoured by a drift along the point
+    assert len({(abba.index(a) + len(abba) - 1 - abba[::-1].index(a)) for a in listed}) == 1
+    # and the next point starts from the other end, so that each arm is first as often
+    assert [s for _, s in arm_order(steps, "abba", 1)] == listed[::-1] + listed
+    assert [s for _, s in arm_order(steps, "abba", 2)] == abba
+    with pytest.raises(ValueError, match="arm order"):
+        arm_order(steps, "random")
+
+
+def test_gen_bench_arm_order_reaches_the_run(tmp_path, monkeypatch):
+    import gen.bench.run
+    from gen.cli import main
+
+    seen = {}
+    monkeypatch.setattr(gen.bench.run, "bench", lambda **kw: seen.update(kw) or 0)
+    out = str(tmp_path / "b.json")
+    common = ["--families", "w8a8_wgmma,cublaslt_block", "--out", out, "--git-sha", "x"]
+    assert main(["bench"] + common) == 0 and seen["arm_order"] is None  # bench picks: abba, or fp8gen first
+    for typed, recorded in (("abba", "abba"), ("peers-first", "peers first"), ("fp8gen-first", "fp8gen first")):
+        assert main(["bench", "--arm-order", typed] + common) == 0 and seen["arm_order"] == recorded
+    with pytest.raises(SystemExit):
+        main(["bench", "--arm-order", "peers_first"] + common)
+
+
+def test_merge_refuses_records_timed_in_different_arm_orders():
+    from gen.bench.merge import merge
+
+    # a record without the field ran fp8gen's arms first
+    assert merge([_record("aaa", [(2112, 7168)]), _record("bbb", [(4096, 7168)], arm_order="fp8gen first")])
+    with pytest.raises(ValueError, match="different orders"):
+        merge([_record("aaa", [(2112, 7168)]), _record("bbb", [(4096, 7168)], arm_order="peers first")])

@@ -91,3 +91,12 @@ def test_cli(tmp_path):
     assert out.returncode != 0 and "cannot read the bench record" in out.stderr
     out = run(paths[0], "--per-instance", "w8a8_wgmma")
     assert out.returncode != 0 and "give --base too" in out.stderr
+
+
+def test_runs_timed_in_both_arm_orders_are_labelled():
+    a = _record({64: 10.0}, {64: 20.0})
+    b = _record({64: 10.0}, {64: 19.0}, arm_order="abba")
+    text = runs_report([a, b], ["a.json", "b.json"])
+    assert "| 1 | a.json (fp8gen first) | 2.0000x |" in text and "| 2 | b.json (abba) | 1.9000x |" in text
+    # one order throughout: no labels
+    assert "(fp8gen first)" not in runs_report([a, a], ["a.json", "a2.json"])

@@ -35,3 +35,37 @@ def test_bench_times_the_block_scaled_arms_at_any_m(rt, gen, M):
 
 def test_events_timer_is_the_default():
     assert arms.Context.__dataclass_fields__["timer"].default is time_us
+
+
+@pytest.mark.parametrize("order", ["abba", "fp8gen first", "peers first"])
+def test_arm_orders_time_each_arm_where_they_say(rt, gen, order):
+    """A stand-in timer returns how many timings came before plus one, so a
+    row's time says where its arm ran: abba times each arm twice, once on
+    the way out and once on the way back, and every arm's mean position is
+    the same; the other orders time each once, fp8gen's arm first or last."""
+    count = []
+
+    def position(torch_, calls):
+        calls[0]()
+        torch_.cuda.synchronize()
+        count.append(1)
+        return float(len(count))
+
+    ctx = arms.Context(torch=torch, rt=rt, gen=gen, l2_bytes=1 << 20, peak_tflops=1979.0, memory_tbps=4.25,
+                       families=["w8a8_wgmma", "cublaslt_block"], workspace=rt.workspace(64, 128, max_n=384),
+                       progress=lambda _: None, timer=position, arm_order=order)
+    shape = arms.ShapeInputs(ctx, 384, 1024)
+    arms.gemm_point(ctx, shape, 64)
+    assert ctx.failures == [] and ctx.refusals == []
+    us = {r.impl: r.us for r in ctx.rows}
+    assert len(ctx.rows) == 2
+    if order == "abba":
+        assert len(count) == 4 and us == {"w8a8_wgmma": 2.5, "cublaslt_block": 2.5}
+        first = [r for r in ctx.rows]
+        count.clear()
+        arms.gemm_point(ctx, shape, 64)  # the next point starts from the peer's end
+        assert len(count) == 4 and [r.impl for r in ctx.rows[2:]] == ["cublaslt_block", "w8a8_wgmma"]
+        assert [r.impl for r in first] == ["w8a8_wgmma", "cublaslt_block"]
+    else:
+        first = order == "fp8gen first"
+        assert len(count) == 2 and us == {"w8a8_wgmma": 1.0 if first else 2.0, "cublaslt_block": 2.0 if first else 1.0}

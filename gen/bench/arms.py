@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import random
-from typing import Callable, List, Optional, Tuple
+import statistics
+from typing import Callable, Dict, List, Optional, Tuple
 
 from gen.bench import grid
 from runtime.dispatch import fits_shape
@@ -14,6 +15,15 @@ from gen.bench.timing import rotation, time_us
 
 QUANT_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major")
 WEIGHT_ARMS = ("nvfp4_to_fp8", "fp8_dequant")
+
+# The order of a point's arm timings (arm_order; a record's "arm_order"):
+# fp8gen's arms first, each before the peer it is measured against; the
+# peers' first; or "abba": both directions, one after the other (from the
+# other end at every other point), each arm's time the mean of its two.
+# Under the power cap the order moves the ratios: on the H200 (HARDWARE.toml
+# [bench]) the fast path's ratio to cuBLASLt at M > 1024 was about 2 %
+# higher with fp8gen's arm first than with the peer first.
+ARM_ORDERS = ("fp8gen first", "peers first", "abba")
 
 # rel RMS a correct kernel stays far below (bf16 output rounding is ~2^-9)
 CORRECT_REL_RMS = 2.0**-7
@@ -50,6 +60,10 @@ class Context:
     # where one run's time drifts along its sequence (the power cap at large
     # M), records combined by gen tune do not all favour the same instances
     order_seed: Optional[int] = None
+    # the order of each point's arm timings (ARM_ORDERS), and how many GEMM
+    # points this run has timed (abba starts from alternate ends)
+    arm_order: str = "fp8gen first"
+    points: int = 0
 
     def want(self, impl: str) -> bool:
         return impl in self.families
@@ -244,38 +258,48 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
             # a fault is sticky (the context is lost): say where it surfaced, then stop
             ctx.progress(f"\nfault while timing {impl} {kernel} at M={M} N={N} K={K}")
             raise
-        _gemm_row(ctx, impl, kernel, M, N, K, us)
+        timed.setdefault((impl, kernel), []).append(us)
+
+    timed: Dict[Tuple[str, str], List[float]] = {}  # each arm's timings at this point, in first-timed order
 
     rt = ctx.rt
+    # (peer, step): each arm's timing, in the order arm_order runs them
+    steps: List[Tuple[bool, Callable[[], None]]] = []
     if ctx.want("w8a8_mma"):
-        for inst in _instances(ctx, "w8a8_mma", M, N, K):
-            run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
-                                                                       instance=i), ref_w8a8)
+        def mma() -> None:
+            for inst in _instances(ctx, "w8a8_mma", M, N, K):
+                run("w8a8_mma", inst, lambda a, w, o, i=inst: rt.w8a8_mma(a["a_q"], a["a_s"], w["w_q"], w["w_s"], o,
+                                                                           instance=i), ref_w8a8)
+        steps.append((False, mma))
     for family in ("w8a8_wgmma", "w8a8_cutlass"):
         if not ctx.want(family):
             continue
-        call = getattr(rt, family)
-        # early_weights: the weights are static here, as rt.linear's are (the
-        # wgmma kernel may read them before it waits for the call before it)
-        extra = {"workspace": ctx.workspace, "early_weights": True} if family == "w8a8_wgmma" else {}
-        for inst in _instances(ctx, family, M, N, K):
-            run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q_rows"], a["a_s_rows"], w["w_q"], w["w_s"],
-                                                                 o, instance=i, m=M, **extra), ref_w8a8)
+
+        def fast(family=family) -> None:
+            call = getattr(rt, family)
+            # early_weights: the weights are static here, as rt.linear's are (the
+            # wgmma kernel may read them before it waits for the call before it)
+            extra = {"workspace": ctx.workspace, "early_weights": True} if family == "w8a8_wgmma" else {}
+            for inst in _instances(ctx, family, M, N, K):
+                run(family, inst, lambda a, w, o, i=inst, c=call: c(a["a_q_rows"], a["a_s_rows"], w["w_q"],
+                                                                     w["w_s"], o, instance=i, m=M, **extra), ref_w8a8)
+        steps.append((False, fast))
     if ctx.want("w8a16_gemm") and M > 4:
-        for inst in _instances(ctx, "w8a16_gemm", M, N, K):
-            run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,
-                                                                           instance=i), ref_w8a16)
+        def w8a16() -> None:
+            for inst in _instances(ctx, "w8a16_gemm", M, N, K):
+                run("w8a16_gemm", inst, lambda a, w, o, i=inst: rt.w8a16_gemm(a["x"], w["w_q"], w["w_s"], o,
+                                                                               instance=i), ref_w8a16)
+        steps.append((False, w8a16))
     if ctx.want("w8a16_gemv") and M <= 4:
-        run("w8a16_gemv", _kernel_name(ctx, "w8a16_gemv", M),
-            lambda a, w, o: rt.w8a16_gemv(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)
+        steps.append((False, lambda: run("w8a16_gemv", _kernel_name(ctx, "w8a16_gemv", M),
+                                         lambda a, w, o: rt.w8a16_gemv(a["x"], w["w_q"], w["w_s"], o), ref_w8a16)))
     if ctx.want("cublaslt_block"):
         def scaled_mm(a, w, o):
             torch._scaled_mm(a["a_fp8"], w["w_fp8"].t(), scale_a=a["a_s_mn"], scale_b=w["w_s"].t(),
                              out_dtype=torch.bfloat16, out=o)
-        try:
-            run("cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8)
-        except RuntimeError as e:  # e.g. a shape cuBLASLt refuses
-            ctx.refusals.append(f"cublaslt_block M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+
+        steps.append((True, lambda: _peer(ctx, "cublaslt_block", M, N, K, lambda: run(
+            "cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8))))
     if ctx.want("w8a8_tensor") or ctx.want("cublaslt_tensor"):
         # per-tensor arms on the same per-tensor inputs (GEMM only: the
         # quantization is the caller's in both)
@@ -283,36 +307,74 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
         for a, w in zip(acts, ws):
             a["t_scale"] = (a["a_t_s"] * w["w_t_s"]).reshape(())  # our kernel's one output scale
     if ctx.want("w8a8_tensor"):
-        for inst in _instances(ctx, "w8a8_tensor", M, N, K):
-            run("w8a8_tensor", inst, lambda a, w, o, i=inst: rt.w8a8_tensor(a["a_t_q"], a["t_scale"], w["w_t_q"], o,
-                                                                             instance=i, early_weights=True, m=M),
-                ref_tensor)
+        def tensor() -> None:
+            for inst in _instances(ctx, "w8a8_tensor", M, N, K):
+                run("w8a8_tensor", inst, lambda a, w, o, i=inst: rt.w8a8_tensor(a["a_t_q"], a["t_scale"], w["w_t_q"],
+                                                                                 o, instance=i, early_weights=True,
+                                                                                 m=M), ref_tensor)
+        steps.append((False, tensor))
     if ctx.want("cublaslt_tensor"):
         def scaled_mm_tensor(a, w, o):
             torch._scaled_mm(a["a_t_fp8"], w["w_t_fp8"].t(), scale_a=a["a_t_s"], scale_b=w["w_t_s"],
                              out_dtype=torch.bfloat16, out=o)
-        try:
-            run("cublaslt_tensor", "torch._scaled_mm per-tensor", scaled_mm_tensor, ref_tensor)
-        except RuntimeError as e:
-            ctx.refusals.append(f"cublaslt_tensor M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+
+        steps.append((True, lambda: _peer(ctx, "cublaslt_tensor", M, N, K, lambda: run(
+            "cublaslt_tensor", "torch._scaled_mm per-tensor", scaled_mm_tensor, ref_tensor))))
     if ctx.want("w8a8_row") or ctx.want("cublaslt_row"):
         ref_row = (acts[0]["a_r_fp8"].double() * acts[0]["a_r_s"].double()[:, None]) @ shape.w_r_deq0.T
     if ctx.want("w8a8_row"):
-        for inst in _instances(ctx, "w8a8_row", M, N, K):
-            run("w8a8_row", inst, lambda a, w, o, i=inst: rt.w8a8_row(a["a_r_q"], a["a_r_s"], w["w_r_q"], w["w_r_s"],
-                                                                       o, instance=i, early_weights=True, m=M),
-                ref_row)
+        def row() -> None:
+            for inst in _instances(ctx, "w8a8_row", M, N, K):
+                run("w8a8_row", inst, lambda a, w, o, i=inst: rt.w8a8_row(a["a_r_q"], a["a_r_s"], w["w_r_q"],
+                                                                           w["w_r_s"], o, instance=i,
+                                                                           early_weights=True, m=M), ref_row)
+        steps.append((False, row))
     if ctx.want("cublaslt_row"):
         def scaled_mm_row(a, w, o):
             torch._scaled_mm(a["a_r_fp8"], w["w_r_fp8"].t(), scale_a=a["a_r_s"][:, None],
                              scale_b=w["w_r_s"][None, :], out_dtype=torch.bfloat16, out=o)
-        try:
-            run("cublaslt_row", "torch._scaled_mm row-wise", scaled_mm_row, ref_row)
-        except RuntimeError as e:
-            ctx.refusals.append(f"cublaslt_row M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}")
+
+        steps.append((True, lambda: _peer(ctx, "cublaslt_row", M, N, K, lambda: run(
+            "cublaslt_row", "torch._scaled_mm row-wise", scaled_mm_row, ref_row))))
     if ctx.want("torch_bf16"):
-        run("torch_bf16", "torch.matmul bf16", lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o),
-            None)
+        steps.append((True, lambda: run("torch_bf16", "torch.matmul bf16",
+                                        lambda a, w, o: torch.matmul(a["x"], w["w_bf16"].t(), out=o), None)))
+    for _, step in arm_order(steps, ctx.arm_order, ctx.points):
+        step()
+    ctx.points += 1
+    for (impl, kernel), uss in timed.items():
+        _gemm_row(ctx, impl, kernel, M, N, K, statistics.fmean(uss))
+
+
+def arm_order(steps: List[Tuple[bool, Callable[[], None]]], order: str,
+              point: int = 0) -> List[Tuple[bool, Callable]]:
+    """A point's arm timings in the order they run (ARM_ORDERS): as listed
+    (fp8gen's arm before the peer it is measured against), every peer's
+    first (each group in its listed order), or "abba": the listed order and
+    then its reverse, so that each arm is timed once early and once late,
+    starting from the other end at every other point (`point`, the point's
+    index in the run), so that over a grid each arm is timed first as often.
+    The H200's records say why the start matters: an arm timed first at a
+    large point runs on a GPU the point before heated less, and the one
+    timed right after it inherits its heat (HARDWARE.toml [bench])."""
+    if order not in ARM_ORDERS:
+        raise ValueError(f"arm order is one of {', '.join(ARM_ORDERS)}, not {order!r}")
+    if order == "peers first":
+        return sorted(steps, key=lambda s: not s[0])
+    if order == "abba":
+        out, back = (list(steps), list(reversed(steps)))[::1 if point % 2 == 0 else -1]
+        return out + back
+    return list(steps)
+
+
+def _peer(ctx: Context, impl: str, M: int, N: int, K: int, timed: Callable[[], None]) -> None:
+    """A peer library's timing; a shape it refuses is reported, not failed."""
+    try:
+        timed()
+    except RuntimeError as e:
+        refusal = f"{impl} M={M} N={N} K={K}: refused: {str(e).splitlines()[0]}"
+        if refusal not in ctx.refusals:  # (abba asks twice)
+            ctx.refusals.append(refusal)
 
 
 def _stream_row(ctx: Context, op: str, impl: str, M: int, N: int, K: int, nbytes: int, calls) -> None:

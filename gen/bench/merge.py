@@ -17,6 +17,12 @@ SAME_SETUP = ("gpu", "arch", "nvcc", "driver", "torch", "pdl", "timing")
 _ABSENT = {"pdl": False, "timing": "events"}
 
 
+def arm_order(doc: Dict) -> str:
+    """Which arms a record timed first at each point (gen bench
+    --peers-first); records without the field ran fp8gen's first."""
+    return doc.get("arm_order", "fp8gen first")
+
+
 def setup_differences(a: Dict, b: Dict) -> List[str]:
     """The SAME_SETUP fields in which two records disagree."""
     return [f for f in SAME_SETUP if a.get(f, _ABSENT.get(f)) != b.get(f, _ABSENT.get(f))]
@@ -55,6 +61,11 @@ def merge(docs: List[Dict]) -> Tuple[Dict, int]:
     if len(docs) < 2:
         raise ValueError("merging needs two or more records")
     check_records(docs)
+    orders = sorted({arm_order(d) for d in docs})
+    if len(orders) > 1:
+        # (gen compare puts such records side by side: that is how the order's effect is measured)
+        raise ValueError(f"the records timed their arms in different orders ({' and '.join(orders)}): one record "
+                         "would mix two methods")
     first = docs[0]
     rows: List[Dict] = []
     seen: Dict[Tuple, int] = {}

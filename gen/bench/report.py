@@ -92,6 +92,10 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
     lines = [f"Timing: {timing} ("
              + ("profiler kernel durations, L2 flushed before each call" if timing == "kernel"
                 else "CUDA events around back-to-back calls, launch gaps included") + ")."]
+    if doc.get("arm_order"):  # (records before the field ran fp8gen's arms first and do not say so)
+        lines.append(f"Arm order at each point: {doc['arm_order']}"
+                     + (" (listed, then reversed, from alternate ends at alternate points; each arm's time the mean)"
+                        if doc["arm_order"] == "abba" else "") + ".")
     ratios, below, wgmma_only = [], [], []
     roof_hits, roof_points = [], 0
     for (N, K, M), point in sorted(index.items()):

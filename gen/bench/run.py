@@ -26,19 +26,27 @@ def _progress(done: int, total: int, what: str) -> None:
 def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
           out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
           all_instances: bool = False, timing: str = "events", pdl: str = "auto", a_rows: str = "padded",
-          only: Tuple[str, ...] = ()) -> int:
+          only: Tuple[str, ...] = (), arm_order: Optional[str] = None) -> int:
     """Times the grid; returns 1 if any arm was wrong. only (with
     all_instances): time the instances whose names contain one of these
     strings, and the dispatched one; the record says so. pdl: "on", "off" or
     "auto" (on for events timing, off for kernel timing: each kernel-timed
     call follows an L2 flush kernel, and with PDL the GEMM would start during
-    that kernel and its measured duration would include the wait for it)."""
+    that kernel and its measured duration would include the wait for it).
+    arm_order: the order of each point's arm timings (arms.ARM_ORDERS);
+    by default "abba" (each arm timed early and late), or with
+    all_instances "fp8gen first" (the instances already run in a drawn
+    order, and timing each twice would double a long run)."""
     from runtime.env import knobs, override
 
     if pdl not in ("auto", "on", "off"):
         raise ValueError(f"pdl is auto, on or off, not {pdl!r}")
     if a_rows not in arms.A_ROWS:
         raise ValueError(f"a_rows is one of {', '.join(arms.A_ROWS)}, not {a_rows!r}")
+    if arm_order is None:
+        arm_order = "fp8gen first" if all_instances else "abba"
+    if arm_order not in arms.ARM_ORDERS:
+        raise ValueError(f"arm_order is one of {', '.join(arms.ARM_ORDERS)}, not {arm_order!r}")
     if only and not all_instances:
         raise ValueError("only narrows all_instances (without it the dispatched instance alone is timed)")
     if any(not part for part in only):
@@ -47,12 +55,12 @@ def bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: 
     with override(no_pdl=no_pdl):
         return _bench(arch=arch, shapes=shapes, ms=ms, families=families, out=out, md=md, png=png,
                       git_sha=git_sha, seed=seed, all_instances=all_instances, timing=timing, a_rows=a_rows,
-                      only=tuple(only))
+                      only=tuple(only), arm_order=arm_order)
 
 
 def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families: List[str],
            out: Path, md: Optional[Path], png: Optional[Path], git_sha: str, seed: int,
-           all_instances: bool, timing: str, a_rows: str, only: Tuple[str, ...]) -> int:
+           all_instances: bool, timing: str, a_rows: str, only: Tuple[str, ...], arm_order: str) -> int:
     import torch
 
     from runtime.hardware import load_hardware
@@ -60,7 +68,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
 
     hw = load_hardware(arch)
     ctx = arms.device_context(torch, arch, seed=seed, families=families, all_instances=all_instances, only=only,
-                              timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None)
+                              timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None,
+                              arm_order=arm_order)
     rt = ctx.rt
     unmatched = arms.unmatched_parts(only, [e.name for f in families for e in rt.entries.get(f, [])])
     if unmatched:
@@ -101,6 +110,10 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # seconds the GPU idled before a GEMM point after a shape switch or
            # a step down in M (timing.needs_rest); records without it did not
            "rest_s": rest_s,
+           # the order of each point's arm timings (arms.ARM_ORDERS: "abba",
+           # each arm's time the mean of an early and a late one); records
+           # without it ran fp8gen's first
+           "arm_order": arm_order,
            # all instances: timed at each point in an order drawn from the
            # seed and the point (arms.point_order); records without it, in
            # the manifest's order
