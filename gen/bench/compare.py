@@ -64,7 +64,7 @@ def runs_report(docs: Sequence[Dict], names: Sequence[str], impls: Sequence[str]
     with_peer = _shared([t[0] for t in times] + [t[1] for t in times])
     lines = [f"Arm: the fastest of {', '.join(impls)} per point, against {BASELINE}.", ""]
     lines += ["| run | record | geometric mean | lowest |", "|---|---|---|---|"]
-    if len({arm_order(d) for d in docs}) > 1:  # runs timed both ways (gen bench --peers-first): say which is which
+    if len({arm_order(d) for d in docs}) > 1:  # runs timed in different arm orders (gen bench --arm-order): say which is which
         names = [f"{name} ({arm_order(d)})" for name, d in zip(names, docs)]
     for i, ((ours, peer), name) in enumerate(zip(times, names), start=1):
         ratios = [peer[p] / ours[p] for p in with_peer]

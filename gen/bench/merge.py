@@ -18,8 +18,8 @@ _ABSENT = {"pdl": False, "timing": "events"}
 
 
 def arm_order(doc: Dict) -> str:
-    """Which arms a record timed first at each point (gen bench
-    --peers-first); records without the field ran fp8gen's first."""
+    """The order a record timed each point's arms in (gen bench
+    --arm-order); records without the field ran fp8gen's first."""
     return doc.get("arm_order", "fp8gen first")
 
 
