@@ -246,6 +246,8 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
     ref_w8a8 = dequant_act(acts[0]["a_q"], acts[0]["a_s"]) @ shape.w_deq0.T
     ref_w8a16 = acts[0]["x"].double() @ shape.w_deq0.T
 
+    timed: Dict[Tuple[str, str], List[float]] = {}  # each arm's timings at this point, in first-timed order
+
     def run(impl: str, kernel: str, call, ref) -> None:
         outs[0].fill_(float("nan"))
         call(*pairs[0])
@@ -259,8 +261,6 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
             ctx.progress(f"\nfault while timing {impl} {kernel} at M={M} N={N} K={K}")
             raise
         timed.setdefault((impl, kernel), []).append(us)
-
-    timed: Dict[Tuple[str, str], List[float]] = {}  # each arm's timings at this point, in first-timed order
 
     rt = ctx.rt
     # (peer, step): each arm's timing, in the order arm_order runs them
@@ -354,6 +354,8 @@ def arm_order(steps: List[Tuple[bool, Callable[[], None]]], order: str,
     then its reverse, so that each arm is timed once early and once late,
     starting from the other end at every other point (`point`, the point's
     index in the run), so that over a grid each arm is timed first as often.
+    (A step is a family: with all instances, its instances keep their drawn
+    order in both directions.)
     The H200's records say why the start matters: an arm timed first at a
     large point runs on a GPU the point before heated less, and the one
     timed right after it inherits its heat (HARDWARE.toml [bench])."""
