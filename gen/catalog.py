@@ -461,6 +461,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # store as one unswizzled box of bn columns per 64 rows instead of storing
     # straight from registers (name: _rb; wgmma_gemm::RowBoxEpilogue)
     row_box: bool = False
+    # K blocks per pipeline stage: the producer and the math warps meet on a
+    # stage's barriers once per stage_blocks blocks, so that narrow tiles
+    # (16 or 32 W rows) move as many bytes per round trip as a 64-row one
+    # (name: _sb<n>; wgmma_gemm::StageBlocks)
+    stage_blocks: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -474,7 +479,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box)
+                    row_box=self.row_box, stage_blocks=self.stage_blocks)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -503,8 +508,9 @@ class W8A8WgmmaSpec(KernelSpec):
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
         rb = "_rb" if self.row_box else ""
+        sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -519,6 +525,8 @@ class W8A8WgmmaSpec(KernelSpec):
         # mirrors wgmma_gemm::Config::SMEM_BYTES (a static_assert checks it)
         # (the activation scales; with ws_stage 16 bytes more for the block's weight scales)
         sa_stride = -(-(self.bm * 4 + (16 if self.ws_stage else 0)) // 128) * 128
+        if self.stage_blocks > 1:  # one box of stage_blocks blocks' scales
+            sa_stride = -(-(self.stage_blocks * self.bm * 4) // 128) * 128
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
         # (a row box: one 64 x bn box per 64 rows)
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
@@ -527,8 +535,8 @@ class W8A8WgmmaSpec(KernelSpec):
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
         slice_flag = 16 if self.kslices > 1 else 0
         cluster_sums = (self.cluster_k - 1) * self.bm * self.bn * 4 + (16 if self.cluster_k > 1 else 0)
-        return (self.stages * (self.bm * BLOCK_K + self.bn * BLOCK_K + sa_stride) + out_tile + k_sums
-                + cluster_sums + 2 * self.stages * 8 + slice_flag + 1024)
+        return (self.stages * (self.stage_blocks * (self.bm * BLOCK_K + self.bn * BLOCK_K) + sa_stride) + out_tile
+                + k_sums + cluster_sums + 2 * self.stages * 8 + slice_flag + 1024)
 
     def constraints(self) -> Dict[str, Any]:
         # Same operand contract as w8a8_cutlass: MN-major activation scales
@@ -560,8 +568,8 @@ class W8A8WgmmaSpec(KernelSpec):
                                "warpgroup waits on every phase of the stages it reads")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
-        if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1):
-            raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split")
+        if self.temps not in (1, 2) or (self.temps == 2 and self.ksplit > 1 and self.stage_blocks == 1):
+            raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split (but for multi-block stages)")
         if not 1 <= self.kslices <= 16 or (self.kslices > 1 and self.ksplit > 1):
             raise CatalogError(f"{self.name}: kslices is 1..16, and K is split across CTAs or warpgroups, not both")
         if self.kslices > 1 and self.scale_mode != "kScaleBlock":
@@ -616,6 +624,15 @@ class W8A8WgmmaSpec(KernelSpec):
                                f"accumulator registers per thread; a math warpgroup gets {math_regs}")
         if not 2 <= self.stages <= 16:
             raise CatalogError(f"{self.name}: stages must be 2..16")
+        if not 1 <= self.stage_blocks <= 8 or (self.stage_blocks > 1 and (
+                self.temps != 2 or self.n_chunks != 1 or self.kslices != 1
+                or self.cluster_m * self.cluster_n * self.cluster_k != 1 or self.ws_stage or self.split_paths
+                or self.stages < 2 * self.ksplit)):
+            # (a K-split warpgroup waits for its next stage before it releases
+            # the last: with one stage each, the ring deadlocks)
+            raise CatalogError(f"{self.name}: stage_blocks is 1, or 2..8 with two temporaries, one chunk, no split "
+                               "across CTAs, no cluster, weight scales from L2 and at least two stages per K-split "
+                               "warpgroup (wgmma_gemm::StageBlocks)")
         if self.group_n < 1:
             raise CatalogError(f"{self.name}: group_n must be >= 1")
 

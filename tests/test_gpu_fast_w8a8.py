@@ -154,6 +154,29 @@ def test_cluster_k_split_is_deterministic_over_many_tiles(rt, gen, instance, M, 
     _repeats_correct_and_identical(rt, gen, instance, M, N, K)
 
 
+STAGE_BLOCKS = [s.name for s in specs_for("sm_90a") if s.family == "w8a8_wgmma" and s.stage_blocks > 1]
+
+
+def test_stage_block_instances_exist():
+    assert STAGE_BLOCKS, "no multi-block-stage wgmma instance is built"
+
+
+@pytest.mark.parametrize("instance", STAGE_BLOCKS)
+@pytest.mark.parametrize("M,K", [(1, 128), (100, 896), (300, 1152), (17, 2176)])
+def test_stage_blocks_with_a_partial_last_stage(rt, gen, instance, M, K):
+    """Multi-block stages (stage_blocks): K of 1, 7, 9 and 17 blocks leaves
+    each unit's last stage partly past K (its boxes are zero-filled there,
+    and both sides must step to a fresh stage for the next unit), and 140
+    tile columns plus a ragged 8 give each CTA several units, so that a
+    stage cursor that drifted between units (or a K-split warpgroup's turn)
+    would read a stage being refilled. Each launch is correct and repeats
+    bit for bit."""
+    spec = SPECS[instance]
+    N = spec.bn * 140 + 8
+    assert (K // 128) % spec.stage_blocks, "K must leave a partial stage"
+    _repeats_correct_and_identical(rt, gen, instance, M, N, K)
+
+
 def test_split_k_linear_replays_in_a_cuda_graph(rt, gen, monkeypatch):
     """rt.linear through a split-K instance (the dispatch table names it),
     captured once in a CUDA graph and replayed on new activations: each

@@ -111,6 +111,19 @@ struct RowBoxEpilogue {
   static constexpr bool value = false;
 };
 
+// K blocks per pipeline stage (a trait for the same reason as
+// RowBoxEpilogue). With more than one, each stage is one 3-D box of A, one
+// of W and one of A's scales spanning KB blocks (the host shim encodes the
+// maps so), and the producer and the math warps meet on its barriers once
+// per KB blocks. For narrow tiles (16 or 32 W rows): on the H200 one
+// producer thread issued about one stage per 400 cycles whatever its boxes
+// held (tests/tma_box_rate_bench.cu, HARDWARE.toml), and a 2-D box per
+// block per operand kept a 16-row tile at about 0.15 us per block.
+template <class C>
+struct StageBlocks {
+  static constexpr int value = 1;
+};
+
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
           int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false>
@@ -167,7 +180,12 @@ struct Config {
   // the block's last wgmma, which then waits for L2. Neither wins on every
   // instance (HARDWARE.toml has the A/B), so it is chosen per instance.
   static constexpr bool WS_STAGE = WS_STAGE_ && BLOCK_SCALES;
-  static constexpr int SA_STRIDE = (SA_BYTES + (WS_STAGE ? 16 : 0) + 127) / 128 * 128;
+  // K blocks per stage (StageBlocks): a stage holds KB blocks of A, W and
+  // A's scales, block after block (A's blocks are as long as the rows its
+  // box copies: see run).
+  static constexpr int KB = StageBlocks<Config>::value;
+  static constexpr int STAGE_A = KB * A_BYTES, STAGE_W = KB * W_BYTES;
+  static constexpr int SA_STRIDE = (KB * SA_BYTES + (WS_STAGE ? 16 : 0) + 127) / 128 * 128;
   // The epilogue stages bf16 tiles in shared memory and stores them by TMA
   // in boxes of 64 columns (128-byte swizzle), or with ROW_BOX in one box of
   // BN columns (RowBoxEpilogue); other widths store straight from registers.
@@ -196,7 +214,7 @@ struct Config {
   // (rank 0 has read them; one in each peer).
   static constexpr int XRED_BYTES = (CLUSTER_K - 1) * BM * BN * 4;
   static constexpr int XBAR_BYTES = CLUSTER_K > 1 ? 16 : 0;
-  static constexpr int SMEM_BYTES = STAGES * (A_BYTES + W_BYTES + SA_STRIDE) + OUT_BYTES + RED_BYTES + XRED_BYTES +
+  static constexpr int SMEM_BYTES = STAGES * (STAGE_A + STAGE_W + SA_STRIDE) + OUT_BYTES + RED_BYTES + XRED_BYTES +
                                     2 * STAGES * 8 + FLAG_BYTES + XBAR_BYTES + 1024;
   // Register budgets after reallocation: the sum over warps fits 64K.
   // A math thread's total and temporaries (FP32 registers).
@@ -230,10 +248,16 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(KB == 1 || (KB >= 2 && KB <= 8 && TEMPS == 2 && CHUNKS == 1 && SLICES == 1 && CLUSTER == 1 &&
+                            !WS_STAGE && STAGES >= 2 * KSPLIT),
+                "multi-block stages: 2..8 blocks, two temporaries, one chunk, no split across CTAs, no "
+                "cluster, weight scales from L2, and at least two stages per K-split warpgroup (its next "
+                "block's stage is waited for before its last one is released)");
   static_assert(FIXED_N % 8 == 0 && FIXED_N >= 0 && FIXED_K % kBlockK == 0 && FIXED_K >= 0,
                 "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
-  static_assert(TEMPS == 1 || (TEMPS == 2 && KSPLIT == 1), "two temporaries: no K split");
+  static_assert(TEMPS == 1 || (TEMPS == 2 && (KSPLIT == 1 || KB > 1)),
+                "two temporaries: no K split (but for multi-block stages)");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
                 "one or two column chunks (no K split), each a wgmma N");
   static_assert(PAIR == 1 || (PAIR == 2 && KSPLIT == 1 && SLICES == 1),
@@ -349,8 +373,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
   const uint32_t a_base = base;
-  const uint32_t w_base = a_base + C::STAGES * C::A_BYTES;
-  const uint32_t out_base = w_base + C::STAGES * C::W_BYTES;
+  const uint32_t w_base = a_base + C::STAGES * C::STAGE_A;
+  const uint32_t out_base = w_base + C::STAGES * C::STAGE_W;
   const uint32_t red_base = out_base + C::OUT_BYTES;
   const uint32_t xred_base = red_base + C::RED_BYTES;
   const uint32_t sa_base = xred_base + C::XRED_BYTES;
@@ -468,24 +492,30 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // pairs took 0.983-0.990x; HARDWARE.toml has the A/B).
   constexpr bool kEarly = C::CLUSTER_K == 1 && !(C::PAIR > 1 && C::WS_STAGE);
   // Stage s's W box at block kb of column tile tn (a pair along M: this
-  // CTA's half of the box, to both CTAs).
+  // CTA's half of the box, to both CTAs; multi-block stages: one 3-D box of
+  // KB blocks, laid out block after block).
   auto copy_weight = [&](int s, int kb, int tn) {
     if constexpr (kProbeNoCopies)
       return;
     else if constexpr (C::CLUSTER_M > 1)
       ptx::tma_load_2d_multicast(w_base + s * C::W_BYTES + rank * (C::W_BYTES / 2), &p.tma_w, full(s),
                                  kb * kBlockK, tn * C::BN + rank * (C::BN / 2), 0x3);
+    else if constexpr (C::KB > 1)
+      ptx::tma_load_3d(w_base + s * C::STAGE_W, &p.tma_w, full(s), 0, tn * C::BN, kb);
     else
       ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
   };
   // The producer's arrive on stage s's "full" barrier, announcing the bytes
   // its copies bring (a probe without copies announces none: the stage
-  // completes at the arrive).
+  // completes at the arrive). A multi-block stage's boxes are whole even
+  // past K (the copy engine fills those blocks with zeros and counts them).
   auto announce = [&](int s) {
     if constexpr (kProbeNoCopies)
       ptx::mbar_arrive(full(s));
-    else
+    else if constexpr (C::KB == 1)
       ptx::mbar_arrive_expect_tx(full(s), p.stage_tx);
+    else
+      ptx::mbar_arrive_expect_tx(full(s), C::KB * p.stage_tx);
   };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
@@ -494,9 +524,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    early = min(min(C::STAGES, kEarlyStages), kb_end - kb_begin);
+    early = min(min(C::STAGES, kEarlyStages), (kb_end - kb_begin + C::KB - 1) / C::KB);
     for (int s = 0; s < early; ++s) {
-      const int kb = kb_begin + s;
+      const int kb = kb_begin + s * C::KB;
       if constexpr (C::WS_STAGE) {
         const uint32_t ws = sa_base + s * C::SA_STRIDE + C::SA_BYTES;
         ptx::cp_async_4(ws, ws_lo + kb);
@@ -521,7 +551,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         coords(tile, tm, tn);
         const float *ws_lo, *ws_hi;  // (WS_STAGE)
         w_scale_rows(tn, ws_lo, ws_hi);
-        for (int kb = kb_begin; kb < kb_end; ++kb) {
+        for (int kb = kb_begin; kb < kb_end; kb += C::KB) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
           // (the first `early` stages' weight side went out before the wait)
           const bool weight_sent = early > 0;
@@ -541,9 +571,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           else if constexpr (C::CLUSTER_N > 1)  // this CTA's half of the pair's A box, to both
             ptx::tma_load_2d_multicast(a_base + stage * C::A_BYTES + rank * (C::A_BYTES / 2), &p.tma_a, full(stage),
                                        kb * kBlockK, tm * C::BM + rank * (C::BM / 2), 0x3);
+          else if constexpr (C::KB > 1)  // one 3-D box of KB blocks
+            ptx::tma_load_3d(a_base + stage * C::STAGE_A, &p.tma_a, full(stage), 0, tm * C::BM, kb);
           else
             ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
           if (!weight_sent) copy_weight(stage, kb, tn);
+          // (multi-block stages: one box of KB blocks' scales)
           if constexpr (C::BLOCK_SCALES && !kProbeNoCopies)
             ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
@@ -591,6 +624,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   const float* sa_smem = reinterpret_cast<const float*>(smem_raw + (sa_base - raw));
   int stage = 0;
   uint32_t phase = 0;
+  int seq = 0;  // multi-block stages: the ring position of the next unit's first stage
   uint32_t xtiles = 0;  // cluster split: tiles this CTA has reduced (the parity of its barriers)
   // OrderedIssue: each warpgroup waits for its turn on barrier 3 + wg and
   // passes the turn on barrier 4 - wg after its group; both issue the same
@@ -628,21 +662,29 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // Stage s's descriptors are stage 0's plus its offset in 16-byte units
     // (the address field cannot carry: shared memory is below 2^18 bytes).
     const uint64_t da0 = ptx::desc_k_major_sw128(a_base + wg_row * 64 * kBlockK);
+    // Multi-block stages: block j of a stage lies j A boxes in (the box holds
+    // the rows that exist up to BM, whole 8-row atoms, as Shim::prepare
+    // sizes it) and its activation scales j token boxes in (floats).
+    const int a_slab = C::KB == 1 ? C::A_BYTES : (p.M < C::BM ? (p.M + 7) / 8 * 8 : C::BM) * kBlockK;
+    const int sa_slab = C::KB == 1 ? 0 : (p.M < C::BM ? (p.M + 3) / 4 * 4 : C::BM);
     const uint64_t dw0 = ptx::desc_k_major_sw128(w_base);
-    // The MMAs of column chunk c of the stage at (s, ph) into t, and that
-    // stage's activation scales (read while the MMAs run). Chunk 0 waits
-    // for the stage; it stays full until its last chunk is retired.
-    // (With WS_STAGE it also reads the stage's weight scales into w_lo,
-    // w_hi; otherwise it leaves them to w_scales.)
-    auto issue = [&](int s, uint32_t ph, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
+    // The MMAs of column chunk c of block j of the stage at (s, ph) into t,
+    // and that block's activation scales (read while the MMAs run). Chunk 0
+    // of block 0 waits for the stage; it stays full until its last block's
+    // last chunk is retired. (With WS_STAGE it also reads the stage's weight
+    // scales into w_lo, w_hi; otherwise it leaves them to w_scales.)
+    auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
-      if (c == 0) ptx::mbar_wait(full(s), ph);
+      if (c == 0 && j == 0) ptx::mbar_wait(full(s), ph);
       if constexpr (kOrdered) ptx::named_barrier(3 + wg, 256);  // this warpgroup's turn
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
-      const uint64_t da = da0 + uint32_t(s * (C::A_BYTES >> 4));
-      const uint64_t dw = dw0 + uint32_t((s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4);
+      const uint64_t da = da0 + uint32_t(C::KB == 1 ? s * (C::A_BYTES >> 4) : (s * C::STAGE_A + j * a_slab) >> 4);
+      // (KB == 1 keeps the expressions its cubins were built from: ptxas
+      // scheduled the 128x256 tiles differently from the folded forms)
+      const uint64_t dw = dw0 + uint32_t(C::KB == 1 ? (s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4
+                                                    : (s * C::STAGE_W + j * C::W_BYTES) >> 4);
 #pragma unroll
       for (int k = 0; k < kBlockK / 32; ++k)
         if constexpr (!kProbeNoMma) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
@@ -650,7 +692,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (kOrdered) ptx::named_barrier_arrive(4 - wg, 256);  // the other's turn
       sa0 = sa1 = 1.f;
       if constexpr (C::BLOCK_SCALES) {
-        const float* sa = sa_smem + s * (C::SA_STRIDE / 4);
+        const float* sa = C::KB == 1 ? sa_smem + s * (C::SA_STRIDE / 4) : sa_smem + s * (C::SA_STRIDE / 4) + j * sa_slab;
         sa0 = sa[row];
         sa1 = sa[row + 8];
         if constexpr (C::WS_STAGE) {
@@ -671,15 +713,16 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
-    // its last chunk, then acc (that chunk's columns) += t * scales. split:
-    // a SplitAt (t's extent is spelled out: nvcc 13.0's front end crashed on
-    // a generic lambda whose parameter type named the local TACC).
+    // its last chunk (of its last block: `last_block`), then acc (that
+    // chunk's columns) += t * scales. split: a SplitAt (t's extent is
+    // spelled out: nvcc 13.0's front end crashed on a generic lambda whose
+    // parameter type named the local TACC).
     auto retire = [&](auto split, int s, int ch, float (&t)[C::CHUNK_N / 2], float sa0, float sa1,
-                      float wsc_lo, float wsc_hi) {
+                      float wsc_lo, float wsc_hi, bool last_block) {
       constexpr int LO = decltype(split)::value;
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
-      if (ch == C::CHUNKS - 1) {
+      if (ch == C::CHUNKS - 1 && last_block) {
         __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
         if (lane == 0) {
           ptx::mbar_arrive(empty(s));
@@ -712,7 +755,67 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     };
 
-    if constexpr (C::TEMPS == 2) {
+    if constexpr (C::KB > 1) {
+      // Multi-block stages (StageBlocks), one chunk: the two-temporary loop
+      // below over this warpgroup's blocks. The unit's blocks fill `nst`
+      // stages from the ring position `seq` on (the producer starts each unit
+      // on a fresh stage too; only the last stage may hold fewer than KB).
+      // With a K split, warpgroup k_lane takes the stages whose position is
+      // k_lane mod KSPLIT: since STAGES % KSPLIT == 0 it is also the one that
+      // read each slot's previous fill, so its parity wait cannot pass on a
+      // phase another warpgroup has not yet seen completed.
+      const int nblk = kb_end - kb_begin, nst = (nblk + C::KB - 1) / C::KB;
+      const int q0 = C::KSPLIT == 1 ? 0 : (k_lane - seq % C::KSPLIT + C::KSPLIT) % C::KSPLIT;
+      const int own = q0 < nst ? (nst - 1 - q0) / C::KSPLIT + 1 : 0;
+      const int q_last = q0 + (own - 1) * C::KSPLIT;
+      const int steps = own > 0 ? (own - 1) * C::KB + min(C::KB, nblk - q_last * C::KB) : 0;
+      // step i of this warpgroup: stage slot s (phase ph), block j of it, K block kb
+      auto at = [&](int i, int& s, uint32_t& ph, int& j, int& kb) {
+        const int q = q0 + C::KSPLIT * (i / C::KB);
+        j = i % C::KB;
+        kb = kb_begin + q * C::KB + j;
+        s = (seq + q) % C::STAGES;
+        ph = uint32_t((seq + q) / C::STAGES) & 1u;
+      };
+      if (steps > 0) {
+        float ta[TACC], tb[TACC];
+        float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
+        int s, j, kb;
+        uint32_t ph;
+        at(0, s, ph, j, kb);
+        issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi);
+        w_scales(kb, wa_lo, wa_hi);
+        for (int i = 0;; i += 2) {
+          if (i + 1 < steps) {
+            at(i + 1, s, ph, j, kb);
+            issue(s, ph, j, 0, tb, b0, b1, wb_lo, wb_hi);
+            w_scales(kb, wb_lo, wb_hi);
+            ptx::wgmma_wait<1>();
+            at(i, s, ph, j, kb);
+            retire(SplitAt<-1>{}, s, 0, ta, a0, a1, wa_lo, wa_hi, j == C::KB - 1);
+          } else {
+            ptx::wgmma_wait<0>();
+            at(i, s, ph, j, kb);
+            retire(SplitAt<-1>{}, s, 0, ta, a0, a1, wa_lo, wa_hi, true);
+            break;
+          }
+          if (i + 2 < steps) {
+            at(i + 2, s, ph, j, kb);
+            issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi);
+            w_scales(kb, wa_lo, wa_hi);
+            ptx::wgmma_wait<1>();
+            at(i + 1, s, ph, j, kb);
+            retire(SplitAt<-1>{}, s, 0, tb, b0, b1, wb_lo, wb_hi, j == C::KB - 1);
+          } else {
+            ptx::wgmma_wait<0>();
+            at(i + 1, s, ph, j, kb);
+            retire(SplitAt<-1>{}, s, 0, tb, b0, b1, wb_lo, wb_hi, true);
+            break;
+          }
+        }
+      }
+      seq += nst;
+    } else if constexpr (C::TEMPS == 2) {
       // Two temporaries over the steps (block, chunk) in order, the loop
       // unrolled by two so that each temporary has fixed registers (ptxas
       // then keeps one commit group in flight across the other's promotion
@@ -736,33 +839,33 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;                                            \
   int is = stage;                                                                              \
   uint32_t iph = phase;                                                                        \
-  issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);                                                \
+  issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi);                                             \
   if (CA == LAST) advance(is, iph);                                                            \
   if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
   for (int j = 0;; j += 2) {                                                                   \
     if (j + 1 < steps) {                                                                       \
-      issue(is, iph, CB, tb, b0, b1, wb_lo, wb_hi);                                            \
+      issue(is, iph, 0, CB, tb, b0, b1, wb_lo, wb_hi);                                         \
       advance(is, iph);                                                                        \
       if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);      \
       ptx::wgmma_wait<1>();                                                                    \
-      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi);                                      \
+      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi, true);                                \
       if (CA == LAST) advance(stage, phase);                                                   \
     } else {                                                                                   \
       ptx::wgmma_wait<0>();                                                                    \
-      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi);                                      \
+      retire(SPLIT, stage, CA, ta, a0, a1, wa_lo, wa_hi, true);                                \
       if (CA == LAST) advance(stage, phase);                                                   \
       break;                                                                                   \
     }                                                                                          \
     if (j + 2 < steps) {                                                                       \
-      issue(is, iph, CA, ta, a0, a1, wa_lo, wa_hi);                                            \
+      issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi);                                         \
       if (CA == LAST) advance(is, iph);                                                        \
       if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);      \
       ptx::wgmma_wait<1>();                                                                    \
-      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi);                                      \
+      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi, true);                                \
       advance(stage, phase);                                                                   \
     } else {                                                                                   \
       ptx::wgmma_wait<0>();                                                                    \
-      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi);                                      \
+      retire(SPLIT, stage, CB, tb, b0, b1, wb_lo, wb_hi, true);                                \
       advance(stage, phase);                                                                   \
       break;                                                                                   \
     }                                                                                          \
@@ -791,13 +894,13 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
         for (int ch = 0; ch < C::CHUNKS; ++ch) {
           float t[TACC], sa0, sa1;
-          issue(s, ph, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+          issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi);
           if constexpr (!C::WS_STAGE)
             if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
-          retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+          retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);
         }
         if constexpr (!C::WS_STAGE) {
           wsc_lo = next_lo;
@@ -1054,6 +1157,21 @@ inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType type, const void* pt
                    swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// A row-major [rows, K] byte matrix seen as {128, rows, K / 128} (strides
+// K and 128 bytes): a box of {128, box_rows, blocks} copies `blocks`
+// consecutive 128-K blocks of box_rows rows, laid out block after block,
+// each as the 2-D box of one block would be (multi-block stages).
+inline bool encode_k_blocks(CUtensorMap* map, const void* ptr, uint64_t K, uint64_t rows, uint32_t box_rows,
+                            uint32_t blocks) {
+  const cuuint64_t dims[3] = {128, rows, K / 128};
+  const cuuint64_t strides[2] = {K, 128};
+  const cuuint32_t box[3] = {128, box_rows, blocks};
+  const cuuint32_t step[3] = {1, 1, 1};
+  return encoder()(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(ptr), dims, strides, box, step,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 // What the runtime calls (the same entry points as the CUTLASS shims).
 template <class C>
 struct Shim {
@@ -1153,13 +1271,18 @@ struct Shim {
     // 7168x16384 M=160 take 78.5 us against 56.3 at M=256 (H200, 2026-11-30).
     const int box_rows = C::CLUSTER_N == 1 && M < C::BM ? (M + 7) / 8 * 8 : C::BM / C::CLUSTER_N;
     const int sa_tokens = M < C::BM ? (M + 3) / 4 * 4 : C::BM;
-    // (a cluster's CTAs each copy half of the shared box)
-    if (!encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, a_rows, K, kBlockK, box_rows,
-                   CU_TENSOR_MAP_SWIZZLE_128B) ||
-        !encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER_M,
-                   CU_TENSOR_MAP_SWIZZLE_128B) ||
+    // (a cluster's CTAs each copy half of the shared box; multi-block stages
+    // copy C::KB blocks per box)
+    const bool operands_ok =
+        C::KB > 1 ? encode_k_blocks(&p.tma_a, a, K, a_rows, box_rows, C::KB) &&
+                        encode_k_blocks(&p.tma_w, w, K, N, C::BN, C::KB)
+                  : encode_2d(&p.tma_a, CU_TENSOR_MAP_DATA_TYPE_UINT8, a, K, a_rows, K, kBlockK, box_rows,
+                              CU_TENSOR_MAP_SWIZZLE_128B) &&
+                        encode_2d(&p.tma_w, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kBlockK, C::BN / C::CLUSTER_M,
+                                  CU_TENSOR_MAP_SWIZZLE_128B);
+    if (!operands_ok ||
         (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
-                                       uint64_t(ld_sfa) * 4, sa_tokens, 1, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
+                                       uint64_t(ld_sfa) * 4, sa_tokens, C::KB, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
         (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2,
                                     C::ROW_BOX ? C::BN : 64, 64,
                                     C::ROW_BOX ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B)))
