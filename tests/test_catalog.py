@@ -215,6 +215,37 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
             W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
 
 
+def test_multi_block_stages_are_named_sized_rendered_and_checked():
+    """stage_blocks (_sb<n>) keeps the base's Config and specializes
+    StageBlocks before Config is first used (the host shim reads it to
+    encode 3-D boxes). A stage holds n blocks of A and W and one box of n
+    blocks' activation scales. Refused: a split across CTAs, clusters,
+    weight scales in the stage, one temporary, column chunks, and fewer
+    than two stages per K-split warpgroup (each waits for its next stage
+    before it releases the last: with one stage apiece the ring deadlocks,
+    as the first such build did on the H200)."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=16, stages=4, ksplit=2, temps=2, row_box=True)
+    sb = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=16, stages=4, ksplit=2, temps=2, row_box=True, stage_blocks=4)
+    sb.check(hw)
+    assert sb.name.endswith("_k2_t2_rb_sb4_sm90a") and base.config_args() == sb.config_args()
+    # 4 stages x 3 more blocks of A (64 rows) and W (16 rows), and 3 more blocks' scales (64 tokens)
+    assert sb.dynamic_smem - base.dynamic_smem == 4 * 3 * (64 * 128 + 16 * 128) + 4 * 3 * 64 * 4
+    text = render(sb)
+    trait = "template <> struct wg::StageBlocks<Config> { static constexpr int value = 4; };"
+    assert trait in text and "StageBlocks" not in render(base)
+    assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
+    ok = dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4)
+    W8A8WgmmaSpec(arch="sm_90a", **ok).check(hw)
+    for bad in (dict(ok, stages=4, ksplit=4), dict(ok, stages=2, stage_blocks=9), dict(ok, temps=1), dict(ok, kslices=2),
+                dict(ok, cluster_k=2), dict(ok, ws_stage=True), dict(bm=64, bn=128, stages=3, temps=2,
+                                                                      cluster_m=2, stage_blocks=2)):
+        with pytest.raises(CatalogError, match="stage_blocks"):
+            W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
+
+
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only
