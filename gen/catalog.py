@@ -461,10 +461,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # store as one unswizzled box of bn columns per 64 rows instead of storing
     # straight from registers (name: _rb; wgmma_gemm::RowBoxEpilogue)
     row_box: bool = False
-    # K blocks per pipeline stage: the producer and the math warps meet on a
-    # stage's barriers once per stage_blocks blocks, so that narrow tiles
-    # (16 or 32 W rows) move as many bytes per round trip as a 64-row one
-    # (name: _sb<n>; wgmma_gemm::StageBlocks)
+    # K blocks per pipeline stage: each stage is one 3-D copy of A, of W and
+    # of A's scales spanning stage_blocks blocks, so that narrow tiles (16 or
+    # 32 W rows) issue fewer copies per byte (on the H200 one 2-D copy per
+    # block held a 16-row tile at about 0.15 us per block); the producer and
+    # the math warps meet once per stage (name: _sb<n>; wgmma_gemm::StageBlocks)
     stage_blocks: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
