@@ -239,9 +239,22 @@ def test_multi_block_stages_are_named_sized_rendered_and_checked():
     assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
     ok = dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4)
     W8A8WgmmaSpec(arch="sm_90a", **ok).check(hw)
+    # a cluster K split keeps each CTA's ring its own; a 2-CTA pair shares boxes (refused)
+    W8A8WgmmaSpec(arch="sm_90a", **dict(ok, cluster_k=2)).check(hw)
+    # four temporaries: three blocks in flight, so a warpgroup may hold the
+    # stages of blocks 3 steps back; the ring must be longer than what it
+    # holds (2 blocks a stage, K split in 2: 2 of its own stages, 4 positions)
+    t4 = W8A8WgmmaSpec(arch="sm_90a", **dict(ok, temps=4))
+    t4.check(hw)
+    assert t4.name.endswith("_t4_sb4_sm90a") and t4.config_args()[6] == "4"  # Config::TEMPS
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=16, stages=6, ksplit=2, temps=4, stage_blocks=2).check(hw)
+    for bad in (dict(ok, temps=4, stage_blocks=1), dict(bm=64, bn=16, stages=4, ksplit=2, temps=4, stage_blocks=2),
+                dict(ok, temps=3)):
+        with pytest.raises(CatalogError, match="temps|stage_blocks"):
+            W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
     for bad in (dict(ok, stages=4, ksplit=4), dict(ok, stages=2, stage_blocks=9), dict(ok, temps=1), dict(ok, kslices=2),
-                dict(ok, cluster_k=2), dict(ok, ws_stage=True), dict(bm=64, bn=128, stages=3, temps=2,
-                                                                      cluster_m=2, stage_blocks=2)):
+                dict(ok, cluster_n=2), dict(ok, ws_stage=True), dict(bm=64, bn=128, stages=3, temps=2,
+                                                                     cluster_m=2, stage_blocks=2)):
         with pytest.raises(CatalogError, match="stage_blocks"):
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
 

@@ -248,15 +248,17 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
-  static_assert(KB == 1 || (KB >= 2 && KB <= 8 && TEMPS == 2 && CHUNKS == 1 && SLICES == 1 && CLUSTER == 1 &&
-                            !WS_STAGE && STAGES >= 2 * KSPLIT),
-                "multi-block stages: 2..8 blocks, two temporaries, one chunk, no split across CTAs, no "
-                "cluster, weight scales from L2, and at least two stages per K-split warpgroup (its next "
-                "block's stage is waited for before its last one is released)");
+  static_assert(KB == 1 || (KB >= 2 && KB <= 8 && (TEMPS == 2 || TEMPS == 4) && CHUNKS == 1 && SLICES == 1 &&
+                            PAIR == 1 && !WS_STAGE && STAGES > KSPLIT * ((KB + TEMPS - 2) / KB)),
+                "multi-block stages: 2..8 blocks, two or four temporaries, one chunk, no split across CTAs "
+                "but a cluster K split, no shared boxes, weight scales from L2, and a ring deep enough "
+                "that a warpgroup's stage for its next issue is never one it still holds: it holds the "
+                "stages of its TEMPS - 1 blocks in flight, KSPLIT ring positions apart");
+  static_assert(TEMPS != 4 || KB > 1, "four temporaries: multi-block stages only");
   static_assert(FIXED_N % 8 == 0 && FIXED_N >= 0 && FIXED_K % kBlockK == 0 && FIXED_K >= 0,
                 "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
-  static_assert(TEMPS == 1 || (TEMPS == 2 && (KSPLIT == 1 || KB > 1)),
+  static_assert(TEMPS == 1 || TEMPS == 4 || (TEMPS == 2 && (KSPLIT == 1 || KB > 1)),
                 "two temporaries: no K split (but for multi-block stages)");
   static_assert((CHUNKS == 1 || (CHUNKS == 2 && KSPLIT == 1)) && CHUNK_N % 8 == 0,
                 "one or two column chunks (no K split), each a wgmma N");
@@ -777,7 +779,63 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         s = (seq + q) % C::STAGES;
         ph = uint32_t((seq + q) / C::STAGES) & 1u;
       };
-      if (steps > 0) {
+      if constexpr (C::TEMPS == 4) {
+        // Four temporaries: three blocks' MMAs stay in flight while the
+        // oldest is promoted, and each block's weight scales are loaded three
+        // steps before their use. (With two, a narrow tile's chain of
+        // block latency plus promotion is most of its copy stream's time per
+        // block: H200, 64x40 sb2 at 5120x17408 M=16, 124 ns per block without
+        // copies against 167 ns per block of copies.) Temporary u takes the
+        // steps i = u mod 4, so each has fixed registers; every exit waits
+        // for all groups on its own path (ptxas serializes otherwise).
+        if (steps > 0) {
+          float t0[TACC], t1[TACC], t2[TACC], t3[TACC];
+          float sa0[4], sa1[4], wlo[4], whi[4];
+          int s, j, kb;
+          uint32_t ph;
+#define FP8GEN_SB_ISSUE(I, T, U)                                \
+  at(I, s, ph, j, kb);                                          \
+  issue(s, ph, j, 0, T, sa0[U], sa1[U], wlo[U], whi[U]);        \
+  w_scales(kb, wlo[U], whi[U]);
+#define FP8GEN_SB_RETIRE(I, T, U)                                                        \
+  at(I, s, ph, j, kb);                                                                   \
+  retire(SplitAt<-1>{}, s, 0, T, sa0[U], sa1[U], wlo[U], whi[U], j == C::KB - 1 || (I) + 1 == steps);
+// step i + OFF (temporary T, slot U) retires; step i + OFF + 3 goes into TN
+// (slot UN); past the last issue, the two after it (T1/U1, T2/U2) retire too
+#define FP8GEN_SB_STEP(OFF, T, U, TN, UN, T1, U1, T2, U2)  \
+  if (i + OFF + 3 < steps) {                              \
+    FP8GEN_SB_ISSUE(i + OFF + 3, TN, UN)                  \
+    ptx::wgmma_wait<3>();                                 \
+    FP8GEN_SB_RETIRE(i + OFF, T, U)                       \
+  } else {                                                \
+    ptx::wgmma_wait<0>();                                 \
+    FP8GEN_SB_RETIRE(i + OFF, T, U)                       \
+    if (i + OFF + 1 < steps) {                            \
+      FP8GEN_SB_RETIRE(i + OFF + 1, T1, U1)               \
+    }                                                     \
+    if (i + OFF + 2 < steps) {                            \
+      FP8GEN_SB_RETIRE(i + OFF + 2, T2, U2)               \
+    }                                                     \
+    break;                                                \
+  }
+          FP8GEN_SB_ISSUE(0, t0, 0)
+          if (1 < steps) {
+            FP8GEN_SB_ISSUE(1, t1, 1)
+          }
+          if (2 < steps) {
+            FP8GEN_SB_ISSUE(2, t2, 2)
+          }
+          for (int i = 0;; i += 4) {
+            FP8GEN_SB_STEP(0, t0, 0, t3, 3, t1, 1, t2, 2)
+            FP8GEN_SB_STEP(1, t1, 1, t0, 0, t2, 2, t3, 3)
+            FP8GEN_SB_STEP(2, t2, 2, t1, 1, t3, 3, t0, 0)
+            FP8GEN_SB_STEP(3, t3, 3, t2, 2, t0, 0, t1, 1)
+          }
+#undef FP8GEN_SB_STEP
+#undef FP8GEN_SB_RETIRE
+#undef FP8GEN_SB_ISSUE
+        }
+      } else if (steps > 0) {
         float ta[TACC], tb[TACC];
         float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;
         int s, j, kb;
