@@ -32,6 +32,11 @@ PROBED = {
     P + "128x136x128_s5_g16_t2_ws_sp_rb_sm90a": "2112x1024x256",
     P + "128x160x128_s6_g16_t2_n2_ws_sp_sm90a": "5120x1024x256",
     P + "64x64x128_s10_g16_t2_for7168x2048_sm90a": "7168x2048x64",
+    # multi-block stages: with a K split across warpgroups, with four
+    # temporaries, and in a cluster K split
+    P + "64x16x128_s4_g16_k2_t2_rb_sb4_sm90a": "2112x1024x16",
+    P + "64x32x128_s4_g16_t4_sb4_sm90a": "4096x1024x16",
+    P + "64x32x128_s4_g16_t2_ck2_sb4_sm90a": "2112x1024x16",
 }
 
 
