@@ -4,12 +4,10 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<128, 64, 3, 16, 1, wg::kScaleBlock, 2, 1, 1,
-                          1, 1, 0, 0, 0, 2>;
-// 2 K blocks per pipeline stage.
-template <> struct wg::StageBlocks<Config> { static constexpr int value = 2; };
-static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
-static_assert(Config::SMEM_BYTES == 200768, "gen and the header disagree on shared memory");
+using Config = wg::Config<64, 64, 10, 16, 1, wg::kScaleBlock, 4, 1, 1,
+                          1, 1, 0, 7168, 2048>;
+static_assert(Config::THREADS == 256, "gen and the header disagree on threads");
+static_assert(Config::SMEM_BYTES == 175776, "gen and the header disagree on shared memory");
 
 #ifndef FP8GEN_HOST_SHIM
 // m64n64k32 e4m3: 32 accumulator registers per thread, listed out.
@@ -25,10 +23,10 @@ struct wg::Wgmma<64> {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s3_g16_t2_ck2_sb2_sm90a(const __grid_constant__ wg::Params params) {
+extern "C" __global__ void __launch_bounds__(256, 1) w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t4_for7168x2048_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
-FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s3_g16_t2_ck2_sb2_sm90a, wg::Shim<Config>)
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t4_for7168x2048_sm90a, wg::Shim<Config>)
 #endif
