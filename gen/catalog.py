@@ -569,8 +569,10 @@ class W8A8WgmmaSpec(KernelSpec):
                                "warpgroup waits on every phase of the stages it reads")
         # wgmma_gemm::Config::MATH_REGS (four warpgroups keep 65536 / 640 = 96)
         math_regs = {1: 240, 2: 232, 4: 96}[self.math_warpgroups]
-        if self.temps not in (1, 2, 4) or (self.temps == 2 and self.ksplit > 1 and self.stage_blocks == 1):
-            raise CatalogError(f"{self.name}: temps is 1, 2 without a K split (but for multi-block stages), or 4")
+        if (self.temps not in (1, 2, 4) or (self.temps == 2 and self.ksplit > 1 and self.stage_blocks == 1)
+                or (self.temps == 4 and self.stage_blocks == 1)):
+            raise CatalogError(f"{self.name}: temps is 1, or 2 without a K split (but for multi-block stages), "
+                               "or 4 with multi-block stages")
         if not 1 <= self.kslices <= 16 or (self.kslices > 1 and self.ksplit > 1):
             raise CatalogError(f"{self.name}: kslices is 1..16, and K is split across CTAs or warpgroups, not both")
         if self.kslices > 1 and self.scale_mode != "kScaleBlock":
@@ -625,7 +627,7 @@ class W8A8WgmmaSpec(KernelSpec):
                                f"accumulator registers per thread; a math warpgroup gets {math_regs}")
         if not 2 <= self.stages <= 16:
             raise CatalogError(f"{self.name}: stages must be 2..16")
-        if not 1 <= self.stage_blocks <= 8 or ((self.stage_blocks > 1 or self.temps == 4) and (
+        if not 1 <= self.stage_blocks <= 8 or (self.stage_blocks > 1 and (
                 self.temps not in (2, 4) or self.n_chunks != 1 or self.kslices != 1
                 or self.cluster_m * self.cluster_n != 1 or self.ws_stage or self.split_paths
                 or self.stages <= self.ksplit * ((self.stage_blocks + self.temps - 2) // self.stage_blocks))):
@@ -633,10 +635,9 @@ class W8A8WgmmaSpec(KernelSpec):
             # those of its temps - 1 blocks in flight, its stages ksplit ring
             # positions apart: a ring no longer than that deadlocks, as the
             # first one-stage-per-warpgroup build did on the H200)
-            raise CatalogError(f"{self.name}: stage_blocks is 1..8; past 1, or with four temporaries (the same K "
-                               "loop), two or four temporaries, one chunk, no split across CTAs but a cluster K "
-                               "split, no 2-CTA pair, weight scales from L2 and a ring longer than the stages a "
-                               "warpgroup holds (wgmma_gemm::StageBlocks)")
+            raise CatalogError(f"{self.name}: stage_blocks is 1, or 2..8 with two or four temporaries, one chunk, no "
+                               "split across CTAs but a cluster K split, no 2-CTA pair, weight scales from L2 and a "
+                               "ring longer than the stages a warpgroup holds (wgmma_gemm::StageBlocks)")
         if self.group_n < 1:
             raise CatalogError(f"{self.name}: group_n must be >= 1")
 

@@ -248,14 +248,13 @@ struct Config {
   static_assert(A_BYTES % 1024 == 0 && W_BYTES % 1024 == 0, "tiles must keep 1024-byte alignment");
   static_assert(BN + 128 - (BN & -BN < 128 ? BN & -BN : 128) <= 256, "a tile spans at most two scale blocks");
   static_assert(STAGES >= 2, "double buffering at least");
-  // (multi-block stages and four temporaries share one K loop, over ring positions)
-  static_assert((KB == 1 && TEMPS != 4) ||
-                    (KB >= 1 && KB <= 8 && (TEMPS == 2 || TEMPS == 4) && CHUNKS == 1 && SLICES == 1 && PAIR == 1 &&
-                     !WS_STAGE && STAGES > KSPLIT * ((KB + TEMPS - 2) / KB)),
-                "multi-block stages or four temporaries: 1..8 blocks a stage, two or four temporaries, one "
-                "chunk, no split across CTAs but a cluster K split, no shared boxes, weight scales from L2, "
-                "and a ring deep enough that a warpgroup's stage for its next issue is never one it still "
-                "holds: it holds the stages of its TEMPS - 1 blocks in flight, KSPLIT ring positions apart");
+  static_assert(KB == 1 || (KB >= 2 && KB <= 8 && (TEMPS == 2 || TEMPS == 4) && CHUNKS == 1 && SLICES == 1 &&
+                            PAIR == 1 && !WS_STAGE && STAGES > KSPLIT * ((KB + TEMPS - 2) / KB)),
+                "multi-block stages: 2..8 blocks, two or four temporaries, one chunk, no split across CTAs "
+                "but a cluster K split, no shared boxes, weight scales from L2, and a ring deep enough "
+                "that a warpgroup's stage for its next issue is never one it still holds: it holds the "
+                "stages of its TEMPS - 1 blocks in flight, KSPLIT ring positions apart");
+  static_assert(TEMPS != 4 || KB > 1, "four temporaries: multi-block stages only");
   static_assert(FIXED_N % 8 == 0 && FIXED_N >= 0 && FIXED_K % kBlockK == 0 && FIXED_K >= 0,
                 "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
@@ -758,9 +757,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     };
 
-    if constexpr (C::KB > 1 || C::TEMPS == 4) {
-      // Multi-block stages (StageBlocks; or one block a stage with four
-      // temporaries), one chunk: the two- or four-temporary loop
+    if constexpr (C::KB > 1) {
+      // Multi-block stages (StageBlocks), one chunk: the two-temporary loop
       // below over this warpgroup's blocks. The unit's blocks fill `nst`
       // stages from the ring position `seq` on (the producer starts each unit
       // on a fresh stage too; only the last stage may hold fewer than KB).
