@@ -413,7 +413,8 @@ class W8A8WgmmaSpec(KernelSpec):
     ksplit > 1 (bm 64), that many math warpgroups share each tile's K blocks
     (shorter serial chains for small M) and add up in shared memory. With
     temps 2, two per-block temporaries alternate so that the next block's
-    MMAs run while the last one is promoted. With n_chunks 2, the tile's
+    MMAs run while the last one is promoted; with temps 4 (multi-block
+    stages only) three blocks' MMAs stay in flight. With n_chunks 2, the tile's
     columns are two MMA groups with a half-width temporary each, so that a
     wide tile (fewer L2 bytes per MMA) still fits its temporaries beside the
     total (128x256: 128 + 64 registers per thread)."""

@@ -782,12 +782,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (C::TEMPS == 4) {
         // Four temporaries: three blocks' MMAs stay in flight while the
         // oldest is promoted, and each block's weight scales are loaded three
-        // steps before their use. (With two, a narrow tile's chain of
-        // block latency plus promotion is most of its copy stream's time per
-        // block: H200, 64x40 sb2 at 5120x17408 M=16, 124 ns per block without
-        // copies against 167 ns per block of copies.) Temporary u takes the
-        // steps i = u mod 4, so each has fixed registers; every exit waits
-        // for all groups on its own path (ptxas serializes otherwise).
+        // steps before their use. Built because with two, a narrow tile's
+        // chain (MMAs, promotion, release) ran at 124 ns per block without
+        // copies against 167 ns per block of copies (H200, 64x40 sb2,
+        // 5120x17408 M=16). Measured: the 32- and 40-wide tiles run 0.4-1 %
+        // faster with four, but their probe without copies is no faster, so
+        // why is not located (HARDWARE.toml). Temporary u takes the steps
+        // i = u mod 4, so each has fixed registers; every exit waits for all
+        // groups on its own path (ptxas serializes otherwise).
         if (steps > 0) {
           float t0[TACC], t1[TACC], t2[TACC], t3[TACC];
           float sa0[4], sa1[4], wlo[4], whi[4];
