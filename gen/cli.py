@@ -427,23 +427,32 @@ def cmd_probe_run(args) -> int:
               rounds=args.rounds, sustained_s=args.sustained, seed=args.seed, git_sha=args.git_sha or _git_sha())
     write_atomic(Path(args.out), (json.dumps(doc, indent=1) + "\n").encode())
     print(f"wrote {args.out}")
+    failed = False
     if doc["unchanged_outputs"]:
         print("probe builds whose output equals the built cubin's (their switch did not take effect): "
               + "; ".join(doc["unchanged_outputs"]), file=sys.stderr)
-        return 1
-    return 0
+        failed = True
+    if doc["changed_outputs"]:
+        print("probe builds that leave nothing out but whose output differs from the built cubin's: "
+              + "; ".join(doc["changed_outputs"]), file=sys.stderr)
+        failed = True
+    return 1 if failed else 0
 
 
 def _probe_parser(sub) -> None:
     from gen.probe.variants import VARIANTS
 
     listing = "; ".join(f"{v.name}: {v.keeps}" for v in VARIANTS.values())
+    listing += "; early-N (N = 0-16, not in the default): everything, with at most N W boxes copied before the " \
+               "grid-dependency wait"
     pr = sub.add_parser("probe", help="time a w8a8_wgmma instance with parts of its K loop left out",
                         description="What bounds an instance's K loop: `probe build` compiles it with one part left "
                                     "out (preprocessor switches of w8a8_wgmma.cuh that `gen build` never sets), "
                                     "`probe run` times the built cubin and those builds in turn at the same "
-                                    "points on the GPU. Probe builds compute wrong outputs by design; their "
-                                    f"times are bounds. Variants: {listing}.")
+                                    "points on the GPU. Probe builds that leave a part out compute wrong outputs by "
+                                    "design, and their times are bounds; the trace build leaves nothing out and "
+                                    "stamps each CTA's phases, which `probe run` summarizes per call. "
+                                    f"Variants: {listing}.")
     psub = pr.add_subparsers(dest="probe_cmd", metavar="{build,run}", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--arch", default="sm_90a", help="arch (default sm_90a)")
@@ -459,13 +468,15 @@ def _probe_parser(sub) -> None:
     pb.set_defaults(func=cmd_probe_build)
     pn = psub.add_parser("run", parents=[common], help="time the built cubin against its probe builds (GPU)",
                          description="At each point, checks the built cubin against float64 and that each probe "
-                                     "build's output differs from it (each probe run on one input set right after "
+                                     "build's output differs from it (the trace build's must equal it; each probe run on one "
+                                     "input set right after "
                                      "the built cubin ran on another: a probe without copies computes on what the "
                                      "stages hold), then times them in turn for --rounds rounds "
                                      "(gen bench's events timing on rotated inputs; every other round reversed). "
                                      "With --sustained S, each is also run back to back for S seconds, twice, "
                                      "while nvidia-smi samples the SM clock and board power. Writes a JSON "
-                                     "record; exits 1 if a probe build's output equals the built one's.")
+                                     "record; exits 1 if a probe build's output equals the built one's (or, for trace, "
+                                     "differs from it).")
     pn.add_argument("--points", required=True, help="comma-separated NxKxM, e.g. 7168x16384x1024,7168x16384x256")
     pn.add_argument("--rounds", type=int, default=4, help="burst rounds per point (default 4)")
     pn.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",

@@ -10,7 +10,7 @@ import pytest
 
 from gen.cachekey import INCLUDE_DIR
 from gen.probe.timing import parse_points
-from gen.probe.variants import HEADER, VARIANTS, parse
+from gen.probe.variants import HEADER, VARIANTS, early, parse
 from runtime.errors import CatalogError
 from runtime.paths import REPO_ROOT
 
@@ -51,9 +51,10 @@ def _require_probe_builds(kernels):
 
 def test_every_define_is_a_switch_of_the_header():
     text = (INCLUDE_DIR / HEADER).read_text()
-    for v in VARIANTS.values():
+    for v in [*VARIANTS.values(), early(3)]:
         for d in v.defines:
-            assert re.search(rf"^#ifdef {d}$", text, re.M), f"{v.name}: {d} is not switched in {HEADER}"
+            name = d.split("=")[0]
+            assert re.search(rf"^#ifdef {name}$", text, re.M), f"{v.name}: {name} is not switched in {HEADER}"
 
 
 def test_no_kernel_source_or_build_flag_sets_a_probe_switch():
@@ -66,6 +67,13 @@ def test_no_kernel_source_or_build_flag_sets_a_probe_switch():
 
 def test_variant_names_parse_in_order_once():
     assert [v.name for v in parse("bare, no-mma,bare")] == ["bare", "no-mma"]
+    got = parse("early-2,trace,early-2,early-0")
+    assert [v.name for v in got] == ["early-2", "trace", "early-0"]
+    assert got[0].defines == ("FP8GEN_PROBE_EARLY_STAGES=2",) and got[0].same_output and not got[0].traced
+    with pytest.raises(CatalogError, match="0-16"):
+        parse("early-17")
+    with pytest.raises(CatalogError, match="unknown probe variant 'early-x'"):
+        parse("early-x")
     with pytest.raises(CatalogError, match="unknown probe variant 'nomma'"):
         parse("nomma")
     with pytest.raises(CatalogError):
@@ -143,7 +151,9 @@ def test_cli_names_bad_input():
 def test_each_probe_build_leaves_out_its_part():
     """The SASS of each probe build of a 128x128 t2 tile against the built
     one: no-copies has no TMA load, no-mma no QGMMA, no-promotion no FFMA
-    (the promotion is the kernel's only FFMA), bare neither copies nor FFMA."""
+    (the promotion is the kernel's only FFMA), bare neither copies nor FFMA;
+    trace and another early-weight count change none of them (early-0
+    loses the copies before the wait)."""
     from gen.build import build_arch
     from gen.probe.build import build_probes
     from runtime.paths import build_dir
@@ -159,9 +169,19 @@ def test_each_probe_build_leaves_out_its_part():
     base = counts(build_dir() / "sm_90a" / f"{SMALL}.cubin")
     assert min(base.values()) > 0, base
     expect = {"no-copies": dict(base, UTMALDG=0), "no-mma": dict(base, QGMMA=0),
-              "no-promotion": dict(base, FFMA=0), "bare": dict(base, UTMALDG=0, FFMA=0)}
+              "no-promotion": dict(base, FFMA=0), "bare": dict(base, UTMALDG=0, FFMA=0), "trace": base}
+    assert set(expect) == set(VARIANTS)
     for name, want in expect.items():
         assert counts(built[(name, SMALL)]) == want, name
+    # another count of early weight boxes changes none of them; none at all
+    # drops the copies before the wait, nothing else
+    built.update(build_probes("sm_90a", [SMALL], [early(2), early(0)], echo=lambda line: None))
+    assert counts(built[("early-2", SMALL)]) == base
+    none_early = counts(built[("early-0", SMALL)])
+    assert none_early["UTMALDG"] < base["UTMALDG"] and dict(none_early, UTMALDG=0) == dict(base, UTMALDG=0)
+    # the trace build reads the global timer; the built cubin does not
+    assert "SR_GLOBALTIMER" in sass(built[("trace", SMALL)])
+    assert "SR_GLOBALTIMER" not in sass(build_dir() / "sm_90a" / f"{SMALL}.cubin")
 
 
 @pytest.mark.gpu
@@ -177,12 +197,18 @@ def test_probe_run_times_each_build(tmp_path, kernel):
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads(out.read_text())
-    assert doc["kind"] == "probe" and not doc["unchanged_outputs"]
+    assert doc["kind"] == "probe" and not doc["unchanged_outputs"] and not doc["changed_outputs"]
     got = {r["variant"]: r for r in doc["rows"]}
     assert set(got) == {"built", *VARIANTS}
     for r in got.values():
         assert len(r["burst_samples"]) == 2 and r["burst_us"] > 0
-    assert all(got[v]["output_equals_built"] is False for v in VARIANTS)
+    assert all(got[v]["output_equals_built"] is VARIANTS[v].same_output for v in VARIANTS)
+    # the trace build's stamps make whole calls whose phases fit in a call
+    tr = got["trace"]["trace"]
+    us = tr["us"]
+    assert tr["grid"] >= 1 and tr["calls"] >= 4 and tr["timer_step_ns"] > 0, tr
+    assert 0 < us["k_loop"] <= us["k_loop_max"] < us["period"] < 10 * got["trace"]["burst_us"] + 50, tr
+    assert us["first_unit_k_loop"] <= us["k_loop"] and us["release_spread"] >= 0, tr
 
 
 @pytest.mark.gpu
@@ -206,11 +232,12 @@ def test_swapper_restores_the_built_function(rt):
 def test_probe_run_writes_the_record_and_fails_on_unchanged_outputs(tmp_path, monkeypatch, capsys):
     """The CLI around timing.run (no GPU): the record is written as run
     returns it, and a probe build whose output equals the built one's makes
-    the command exit 1 naming it."""
+    the command exit 1 naming it, as does a trace build whose output
+    differs."""
     import gen.probe.timing as timing
     from gen.cli import main
 
-    doc = {"kind": "probe", "rows": [{"variant": "built"}], "unchanged_outputs": []}
+    doc = {"kind": "probe", "rows": [{"variant": "built"}], "unchanged_outputs": [], "changed_outputs": []}
     monkeypatch.setattr(timing, "run", lambda **kw: dict(doc, kernels=list(kw["kernels"])))
     out = tmp_path / "p.json"
     args = ["probe", "run", "--kernel", f"{SMALL},{SMALL}", "--points", "64x128x1", "--git-sha", "x", "--out",
@@ -220,3 +247,67 @@ def test_probe_run_writes_the_record_and_fails_on_unchanged_outputs(tmp_path, mo
     doc["unchanged_outputs"] = ["bare of K at 64x128 M=1"]
     assert main(args) == 1
     assert "bare of K at 64x128 M=1" in capsys.readouterr().err
+    doc["unchanged_outputs"] = []
+    doc["changed_outputs"] = ["trace of K at 64x128 M=1"]
+    assert main(args) == 1
+    assert "leave nothing out but whose output differs" in capsys.readouterr().err
+
+
+def _synthetic_trace(calls=5, grid=3):
+    """Records of `calls` calls of `grid` CTAs with known phases (ns): each
+    call 10 us after the one before; CTA b enters 1 us before the previous
+    call's last end + 10b, passes the wait at +500 + 20b after the call's
+    start, finds its first stage 1 us later, loops 6 us + 100b, ends at
+    +9500 + 5b; the producer issues its last copy 300 ns after the wait."""
+    import numpy as np
+
+    from gen.probe.trace import WORDS
+
+    rng = np.random.default_rng(0)
+    prod, math = [], []
+    for c in range(calls):
+        base = 10_000 * (c + 1)
+        cp, cm = [], []
+        for b in rng.permutation(grid):
+            entry = base - 1000 + 10 * b
+            wait = base + 500 + 20 * b
+            first = wait + 1000
+            done = first + 6000 + 100 * b
+            end = base + 9500 + 5 * b
+            meta = (int(b) + 7 << 32) | int(b)
+            cm.append([meta, entry, entry + 100, wait, first, done, done, end])
+            cp.append([meta, entry, entry + 100, wait, wait + 300, 0, 0, end - 50])
+        prod += cp
+        math += cm
+    out = [np.array(x, dtype=np.uint64) for x in (prod, math)]
+    assert out[0].shape[1] == WORDS
+    return out
+
+
+def test_trace_summary_gives_the_phases_of_known_stamps():
+    from gen.probe.trace import SKIP_CALLS, summarize
+
+    prod, math = _synthetic_trace()
+    got = summarize(prod, math)
+    assert (got["grid"], got["calls"], got["skipped"], got["timer_step_ns"]) == (3, 5, SKIP_CALLS, 5)
+    assert got["us"] == {
+        "period": 10.0, "first_entry": -0.51, "release": 0.99, "release_spread": 0.04, "first_stage": 1.0,
+        "first_stage_max": 1.0, "k_loop": 6.1, "k_loop_max": 6.2, "first_unit_k_loop": 6.1,
+        "tail": 1.885, "last_end_after_median": 0.005, "copies_issued": 0.3}
+    # CTA b runs on SM b + 7 in every call, and its loop takes 6 us + 100b
+    assert got["k_loop_by_sm_us"] == {"7": 6.0, "8": 6.1, "9": 6.2}
+    assert got["slowest_sm"] == {"sm": 9, "share_of_calls": 1.0}
+
+
+def test_trace_summary_refuses_records_that_are_not_whole_calls():
+    from gen.probe.trace import summarize
+
+    prod, math = _synthetic_trace()
+    with pytest.raises(ValueError, match="expected equal"):
+        summarize(prod[:-1], math)
+    with pytest.raises(ValueError, match="not whole calls"):
+        summarize(prod[:-1], math[:-1])
+    math = math.copy()
+    math[3, 0] = math[4, 0]  # call 1 names one CTA twice and another not at all
+    with pytest.raises(ValueError, match="call 1's m records"):
+        summarize(prod, math)

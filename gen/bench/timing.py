@@ -10,7 +10,7 @@ import statistics
 import time
 from typing import Callable, Sequence
 
-_SLEEP_CYCLES_PER_S = 2.0e9  # ~ the H200's boost clock; the sleep only needs to be long enough
+SLEEP_CYCLES_PER_S = 2.0e9  # ~ the H200's boost clock; the sleep only needs to be long enough
 
 
 def time_us(torch, calls: Sequence[Callable[[], None]], *, batch: int = 20, batches: int = 7,
@@ -26,7 +26,7 @@ def time_us(torch, calls: Sequence[Callable[[], None]], *, batch: int = 20, batc
         calls[i % len(calls)]()
     host_s = time.perf_counter() - t0
     torch.cuda.synchronize()
-    sleep_cycles = int(min(1.0, 2.0 * host_s + 1e-3) * _SLEEP_CYCLES_PER_S)
+    sleep_cycles = int(min(1.0, 2.0 * host_s + 1e-3) * SLEEP_CYCLES_PER_S)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = []
     for _ in range(batches):

@@ -21,6 +21,7 @@ class Swapper:
         self.rt = rt
         self.kernel = rt.loaded(kernel)
         self.functions = {BUILT: self.kernel.function}
+        self.modules = {}  # probe name -> its module (the trace probe's globals are read through it)
         self._modules = []
         try:
             with rt.ctx.current():
@@ -40,6 +41,7 @@ class Swapper:
         module = check(driver.cuModuleLoadData(image), "cuModuleLoadData", kernel=f"{entry.name} ({name})",
                        error=LoadError)
         self._modules.append(module)
+        self.modules[name] = module
         fn = check(driver.cuModuleGetFunction(module, entry.symbol.encode()), "cuModuleGetFunction",
                    kernel=f"{entry.name} ({name})", error=LoadError)
         if entry.dynamic_smem:
@@ -59,6 +61,7 @@ class Swapper:
                 for module in self._modules:
                     driver.cuModuleUnload(module)
             self._modules = []
+            self.modules = {}
 
     def __enter__(self):
         return self

@@ -6,6 +6,7 @@ import statistics
 import time
 from typing import Callable, Dict, List, Sequence, Tuple
 
+from gen.probe import trace
 from gen.probe.build import probe_cubin
 from gen.probe.swap import BUILT, Swapper
 from gen.probe.variants import FAMILY, Variant
@@ -60,7 +61,7 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
     import torch
 
     from gen.bench import arms
-    from gen.bench.timing import time_us
+    from gen.bench.timing import SLEEP_CYCLES_PER_S, time_us
     from gen.bench.torch_ref import dequant_act, rel_rms
     from gen.probe.sampler import PowerSampler, smi_target
 
@@ -71,6 +72,7 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
             raise SystemExit(f"{name} is not a {FAMILY} kernel")
     ctx.workspace = rt.workspace(max(m for _, _, m in points), 128, max_n=max(n for n, _, _ in points))
     names = [BUILT] + [v.name for v in variants]
+    by_name = {v.name: v for v in variants}
     sampler = None
     if sustained_s > 0:
         ordinal = torch.cuda.current_device()
@@ -95,11 +97,12 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                          for a, w, o in zip(acts, shape.sets, outs)]
                 cubins = {v.name: probe_cubin(arch, v.name, name) for v in variants}
                 with Swapper(rt, name, cubins) as swap:
-                    # The built cubin must be right, and each probe build must
-                    # compute something else (else its switch did not take
-                    # effect). Each probe runs on input set 1 right after the
-                    # built cubin ran on set 0: a probe without copies computes
-                    # on what the stages hold, which with no more K blocks than
+                    # The built cubin must be right, and each probe build that
+                    # leaves a part out must compute something else (else its
+                    # switch did not take effect); the trace build must not.
+                    # Each probe runs on input set 1 right after the built
+                    # cubin ran on set 0: a probe without copies computes on
+                    # what the stages hold, which with no more K blocks than
                     # stages is the previous call's data, the right answer had
                     # that call had the same inputs.
                     swap.use(BUILT)
@@ -123,6 +126,14 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                         torch.cuda.synchronize()
                         same[v] = bool(torch.equal(outs[1], built1))
                     del built1
+                    traces = {}
+                    for v in variants:
+                        if v.traced:  # its stamps, from a burst of its own (the timing below times it too)
+                            swap.use(v.name)
+                            with rt.ctx.current():
+                                traces[v.name] = trace.capture(
+                                    swap.modules[v.name], lambda i: calls[i % len(calls)](), torch.cuda.synchronize,
+                                    lambda: torch.cuda._sleep(int(0.02 * SLEEP_CYCLES_PER_S)))
                     burst: Dict[str, List[float]] = {v: [] for v in names}
                     for order in _orders(names, rounds):
                         for v in order:
@@ -137,6 +148,8 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                                "burst_ratio": round(us / base, 4)}
                         if v != BUILT:
                             row["output_equals_built"] = same[v]
+                        if v in traces:
+                            row["trace"] = traces[v]
                         point_rows[v] = row
                         rows.append(row)
                     if sampler is not None:
@@ -149,7 +162,13 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                                 windows.append((point_rows[v]["sustained"][-1], a, b))
                     echo(f"{N}x{K} M={M} {name}: built {base:.2f} us; " + "; ".join(
                         f"{v} {point_rows[v]['burst_us']:.2f} us ({point_rows[v]['burst_ratio']:.3f}x"
-                        f"{', output unchanged!' if same[v] else ''})" for v in names[1:]))
+                        f"{_output_note(by_name[v], same[v])})" for v in names[1:]))
+                    for v, tr in traces.items():
+                        echo(f"  {v} ({tr['calls']} calls of {tr['grid']} CTAs, timer step {tr['timer_step_ns']} ns), "
+                             "us: " + ", ".join(f"{k} {x}" for k, x in tr["us"].items())
+                             + f"; K loop per SM (median) {min(tr['k_loop_by_sm_us'].values())}-"
+                             f"{max(tr['k_loop_by_sm_us'].values())} us, the slowest CTA on SM "
+                             f"{tr['slowest_sm']['sm']} in {tr['slowest_sm']['share_of_calls']:.0%} of calls")
     finally:
         if sampler is not None:
             sampler.stop()
@@ -162,9 +181,19 @@ def run(*, arch: str, kernels: Sequence[str], variants: Sequence[Variant], point
                 echo(f"sustained {row['N']}x{row['K']} M={row['M']} {row['kernel']} {row['variant']}: "
                      f"{s['us']:.2f} us per call, {s.get('sm_mhz')} MHz, {s.get('power_w')} W "
                      f"({s.get('samples')} samples)")
-    unchanged = [f"{r['variant']} of {r['kernel']} at {r['N']}x{r['K']} M={r['M']}" for r in rows
-                 if r.get("output_equals_built")]
+    def where(r):
+        return f"{r['variant']} of {r['kernel']} at {r['N']}x{r['K']} M={r['M']}"
+
+    unchanged = [where(r) for r in rows if r.get("output_equals_built") and not by_name[r["variant"]].same_output]
+    changed = [where(r) for r in rows if r.get("output_equals_built") is False and by_name[r["variant"]].same_output]
     return {"kind": "probe", **arms.setup_fields(torch, arch, git_sha),
             "seed": seed, "rounds": rounds, "sustained_s": sustained_s,
             "variants": {v.name: {"defines": list(v.defines), "keeps": v.keeps} for v in variants},
-            "unchanged_outputs": unchanged, "rows": rows}
+            "unchanged_outputs": unchanged, "changed_outputs": changed,
+            "trace_meaning": trace.MEANING if any(v.traced for v in variants) else None, "rows": rows}
+
+
+def _output_note(variant: Variant, same: bool) -> str:
+    if variant.same_output:
+        return "" if same else ", output differs from the built cubin's!"
+    return ", output unchanged!" if same else ""

@@ -36,8 +36,23 @@ enum ScaleMode : int { kScaleBlock = 0, kScaleRow = 1, kScaleTensor = 2 };
 
 // Params::flags bits.
 enum ParamFlags : uint32_t { kEarlyWeights = 1u };
-// Stages whose W boxes may be copied before the grid-dependency wait (kEarlyWeights).
-constexpr int kEarlyStages = 4;
+// How many of a ring of `stages` stages get their W boxes copied before the
+// grid-dependency wait (kEarlyWeights): 4, and two stages fewer than the
+// ring holds, so that the copies issued the moment the wait returns fill
+// whole stages (A and W) while the early stages wait for their A. On the
+// H200 (probe builds of the dispatched instances, back to back, 2026-12-01)
+// 2 of 4 stages took 0.957-0.960x the time of 4 of 4 (64x32 t4 sb4, M <=
+// 128), 3 of 5 0.988-0.989x that of 4 of 5 (128x128 and 128x136, M = 128);
+// with 6 stages and more, fewer than 4 was no faster (3: 0.998-1.001x, 2:
+// 1.01-1.05x), and 6 only at 7168x2048 M <= 64 (0.989-0.992x, one run).
+// A probe build (FP8GEN_PROBE_EARLY_STAGES=n) copies min(n, stages) instead.
+__host__ __device__ constexpr int early_stages(int stages) {
+#ifdef FP8GEN_PROBE_EARLY_STAGES
+  return FP8GEN_PROBE_EARLY_STAGES < stages ? FP8GEN_PROBE_EARLY_STAGES : stages;
+#else
+  return stages - 2 < 4 ? (stages > 2 ? stages - 2 : 0) : 4;
+#endif
+}
 
 // Probe builds (`python -m gen probe build`; `gen build` never defines
 // these): each leaves one part of the K loop out, so that what the rest
@@ -50,6 +65,12 @@ constexpr int kEarlyStages = 4;
 //     reads and the promotion stay).
 //   FP8GEN_PROBE_NO_PROMOTION: a block's temporary is not scaled into the
 //     total; one add per chunk keeps the MMAs' results live.
+//   FP8GEN_PROBE_EARLY_STAGES=n: the whole kernel, with min(n, stages) W
+//     boxes copied before the grid-dependency wait (early_stages).
+//   FP8GEN_PROBE_TRACE: the whole kernel, plus %globaltimer stamps of each
+//     CTA's phases (entry, the grid-dependency wait, first full stage, end
+//     of the K loop, exit) written to a module global that `gen probe run`
+//     reads back; its output equals the built cubin's.
 #ifdef FP8GEN_PROBE_NO_COPIES
 constexpr bool kProbeNoCopies = true;
 #else
@@ -283,6 +304,66 @@ struct Wgmma;
 
 #ifndef FP8GEN_HOST_SHIM
 
+// The trace probe (FP8GEN_PROBE_TRACE). Two threads of each CTA record: the
+// producer's issuing thread (role 0) and math thread 0 (role 1). Each takes
+// a ticket at entry, keeps its stamps in registers and writes them at exit,
+// so that no phase waits on a trace write. A role's tickets of one call all
+// come before the next call's (that call's CTAs start only after every CTA
+// of this one has passed its stamps at entry), so ticket / grid size is the
+// call. Word 0 is (SM id << 32 | blockIdx.x); words 1-7 are nanoseconds:
+// 1 entry, 2 before the grid-dependency wait, 3 after it, 4 (producer) all
+// copies issued / (math) the first full stage, 5 (math) the first unit's K
+// loop done, 6 (math) the last unit's K loop done, 7 the role's end.
+// gen/probe/trace.py reads and summarizes them.
+constexpr int kTraceWords = 8;
+#ifdef FP8GEN_PROBE_TRACE
+constexpr unsigned kTraceRecords = 16384;  // per role: a ring of the last calls' CTAs
+extern "C" {
+__device__ unsigned long long fp8gen_probe_trace[2][kTraceRecords][kTraceWords];
+__device__ unsigned int fp8gen_probe_tickets[2];
+}
+struct ProbeTrace {
+  unsigned long long entry;
+  unsigned d[kTraceWords];  // words 2-7: 1 + nanoseconds after entry (0: not reached); 32 bits to spare registers
+  unsigned ticket;
+  int role;  // -1: this thread does not record
+  __device__ __forceinline__ static unsigned long long now() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v)::"memory");
+    return v;
+  }
+  __device__ __forceinline__ void begin(int r) {
+    role = r;
+#pragma unroll
+    for (int i = 0; i < kTraceWords; ++i) d[i] = 0;
+    if (role >= 0) ticket = atomicAdd(&fp8gen_probe_tickets[role], 1u);  // its value is waited for at exit
+    entry = now();
+  }
+  __device__ __forceinline__ void mark(int i) { d[i] = unsigned(now() - entry) + 1u; }
+  __device__ __forceinline__ void mark_once(int i) {
+    if (d[i] == 0) mark(i);
+  }
+  __device__ __forceinline__ void finish() {
+    mark(7);
+    if (role < 0) return;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    unsigned long long* rec = fp8gen_probe_trace[role][ticket % kTraceRecords];
+    rec[0] = (static_cast<unsigned long long>(sm) << 32) | blockIdx.x;
+    rec[1] = entry;
+#pragma unroll
+    for (int i = 2; i < kTraceWords; ++i) rec[i] = d[i] ? entry + d[i] - 1u : 0ull;
+  }
+};
+#else
+struct ProbeTrace {  // compiles to nothing in every other build
+  __device__ __forceinline__ void begin(int) {}
+  __device__ __forceinline__ void mark(int) {}
+  __device__ __forceinline__ void mark_once(int) {}
+  __device__ __forceinline__ void finish() {}
+};
+#endif
+
 // Where a straddling tile's columns change weight-scale block. By default
 // each 8-column group of the promotion selects its scale at run time (a
 // compare and two selects per group per block: on the H200 the 128x112
@@ -389,6 +470,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // A descriptors built from it then stay in uniform registers instead of
   // being rebuilt and moved into them before every wgmma)
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
+  ProbeTrace trace;
+  trace.begin(threadIdx.x == C::MATH_WG * 128 ? 0 : threadIdx.x == 0 ? 1 : -1);
   const int kblocks = (C::FIXED_K ? C::FIXED_K : p.K) / kBlockK;
   const int N = C::FIXED_N ? C::FIXED_N : p.N;
   const int tiles_n = C::FIXED_N ? (C::FIXED_N + C::BN - 1) / C::BN : p.tiles_n;
@@ -480,7 +563,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // With PDL this CTA often starts about 1 us before the kernel ahead of it
   // has finished (when that kernel's CTA leaves this SM) while DRAM idles.
   // W does not depend on that kernel (kEarlyWeights), so the copies of the
-  // first unit's first kEarlyStages W boxes (and weight scales) start now;
+  // first unit's first early_stages() W boxes (and weight scales) start now;
   // only A and its scales wait. Not more boxes: loads in flight when the
   // kernel ahead finishes delay this grid's release from the wait (H200: by
   // 0.4-1.3 us with every stage early). Not in the cluster K split, which
@@ -526,7 +609,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    early = min(min(C::STAGES, kEarlyStages), (kb_end - kb_begin + C::KB - 1) / C::KB);
+    early = min(early_stages(C::STAGES), (kb_end - kb_begin + C::KB - 1) / C::KB);
     for (int s = 0; s < early; ++s) {
       const int kb = kb_begin + s * C::KB;
       if constexpr (C::WS_STAGE) {
@@ -539,7 +622,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       copy_weight(s, kb, tn);
     }
   }
+  trace.mark(2);
   ptx::grid_dependency_wait();
+  trace.mark(3);
 
   if (wg == C::MATH_WG) {
     // ---- producer warpgroup: one thread issues every copy ----
@@ -592,6 +677,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // earlier: on the H200 a trigger at the start let the next call's
       // CTAs wait on the SMs this grid leaves idle, and long calls with
       // idle SMs ran 4-12 % slower (5120x17408, M=64: 33.6 us against 30.0).
+      trace.mark(4);
       ptx::launch_dependents();
       if constexpr (C::PAIR > 1) {
         // A pair's CTA leaves only when no arrive of its peer can still reach
@@ -677,7 +763,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // scales into w_lo, w_hi; otherwise it leaves them to w_scales.)
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
-      if (c == 0 && j == 0) ptx::mbar_wait(full(s), ph);
+      if (c == 0 && j == 0) {
+        ptx::mbar_wait(full(s), ph);
+        trace.mark_once(4);
+      }
       if constexpr (kOrdered) ptx::named_barrier(3 + wg, 256);  // this warpgroup's turn
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
@@ -969,6 +1058,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     }
 
+    trace.mark_once(5);
+    trace.mark(6);
     if constexpr (C::KSPLIT > 1) {
       // The K-split warpgroups hand their sums to warpgroup 0 through shared
       // memory, laid out [lane group][register][thread] (conflict-free), and
@@ -1188,6 +1279,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // no CTA leaves while its peer may still arrive on its barriers (a pair:
   // its producer's tail above)
   if constexpr (C::CLUSTER > 1 && C::PAIR == 1) ptx::cluster_sync();
+  trace.finish();
 }
 
 #else  // FP8GEN_HOST_SHIM
