@@ -45,12 +45,16 @@ enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // 128), 3 of 5 0.988-0.989x that of 4 of 5 (128x128 and 128x136, M = 128);
 // with 6 stages and more, fewer than 4 was no faster (3: 0.998-1.001x, 2:
 // 1.01-1.05x), and 6 only at 7168x2048 M <= 64 (0.989-0.992x, one run).
-// A probe build (FP8GEN_PROBE_EARLY_STAGES=n) copies min(n, stages) instead.
-__host__ __device__ constexpr int early_stages(int stages) {
+// The per-row and per-tensor instances (not block_scaled) keep min(4,
+// stages): the rule was measured on block-scaled instances, and their
+// dispatch tables are tuned from records at many M off the anchor grid,
+// which new cubins would void. A probe build (FP8GEN_PROBE_EARLY_STAGES=n)
+// copies min(n, stages) instead.
+__host__ __device__ constexpr int early_stages(int stages, bool block_scaled) {
 #ifdef FP8GEN_PROBE_EARLY_STAGES
   return FP8GEN_PROBE_EARLY_STAGES < stages ? FP8GEN_PROBE_EARLY_STAGES : stages;
 #else
-  return stages - 2 < 4 ? (stages > 2 ? stages - 2 : 0) : 4;
+  return !block_scaled ? (stages < 4 ? stages : 4) : stages - 2 < 4 ? (stages > 2 ? stages - 2 : 0) : 4;
 #endif
 }
 
@@ -609,7 +613,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    early = min(early_stages(C::STAGES), (kb_end - kb_begin + C::KB - 1) / C::KB);
+    early = min(early_stages(C::STAGES, C::SCALE_MODE == kScaleBlock), (kb_end - kb_begin + C::KB - 1) / C::KB);
     for (int s = 0; s < early; ++s) {
       const int kb = kb_begin + s * C::KB;
       if constexpr (C::WS_STAGE) {
