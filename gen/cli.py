@@ -450,14 +450,15 @@ def _probe_parser(sub) -> None:
                                     "out (preprocessor switches of w8a8_wgmma.cuh that `gen build` never sets), "
                                     "`probe run` times the built cubin and those builds in turn at the same "
                                     "points on the GPU. Probe builds that leave a part out compute wrong outputs by "
-                                    "design, and their times are bounds; the trace build leaves nothing out and "
-                                    "stamps each CTA's phases, which `probe run` summarizes per call. "
+                                    "design, and their times are bounds; trace and early-N leave nothing out: "
+                                    "trace stamps each CTA's phases, which `probe run` summarizes per call, and "
+                                    "early-N copies another count of weight boxes before the grid-dependency wait. "
                                     f"Variants: {listing}.")
     psub = pr.add_subparsers(dest="probe_cmd", metavar="{build,run}", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--arch", default="sm_90a", help="arch (default sm_90a)")
     common.add_argument("--variants", default=",".join(VARIANTS),
-                        help=f"comma-separated variants (default all: {', '.join(VARIANTS)})")
+                        help=f"comma-separated variants (default all: {', '.join(VARIANTS)}; also early-N, N = 0-16)")
     common.add_argument("--kernel", action="append", required=True, metavar="NAME",
                         help="a w8a8_wgmma instance's full name; repeatable or comma-separated")
     pb = psub.add_parser("build", parents=[common], help="compile the probe builds (no GPU)",
@@ -468,15 +469,15 @@ def _probe_parser(sub) -> None:
     pb.set_defaults(func=cmd_probe_build)
     pn = psub.add_parser("run", parents=[common], help="time the built cubin against its probe builds (GPU)",
                          description="At each point, checks the built cubin against float64 and that each probe "
-                                     "build's output differs from it (the trace build's must equal it; each probe run on one "
-                                     "input set right after "
+                                     "build's output differs from it (trace's and early-N's must equal it; each probe "
+                                     "runs on one input set right after "
                                      "the built cubin ran on another: a probe without copies computes on what the "
                                      "stages hold), then times them in turn for --rounds rounds "
                                      "(gen bench's events timing on rotated inputs; every other round reversed). "
                                      "With --sustained S, each is also run back to back for S seconds, twice, "
                                      "while nvidia-smi samples the SM clock and board power. Writes a JSON "
-                                     "record; exits 1 if a probe build's output equals the built one's (or, for trace, "
-                                     "differs from it).")
+                                     "record; exits 1 if a probe build's output equals the built one's (or, for trace "
+                                     "and early-N, differs from it).")
     pn.add_argument("--points", required=True, help="comma-separated NxKxM, e.g. 7168x16384x1024,7168x16384x256")
     pn.add_argument("--rounds", type=int, default=4, help="burst rounds per point (default 4)")
     pn.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",
