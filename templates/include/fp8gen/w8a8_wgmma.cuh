@@ -40,11 +40,11 @@ enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // grid-dependency wait (kEarlyWeights): 4, and two stages fewer than the
 // ring holds, so that the copies issued the moment the wait returns fill
 // whole stages (A and W) while the early stages wait for their A. On the
-// H200 (probe builds of the dispatched instances, back to back, 2026-12-01)
-// 2 of 4 stages took 0.957-0.960x the time of 4 of 4 (64x32 t4 sb4, M <=
-// 128), 3 of 5 0.988-0.989x that of 4 of 5 (128x128 and 128x136, M = 128);
-// with 6 stages and more, fewer than 4 was no faster (3: 0.998-1.001x, 2:
-// 1.01-1.05x), and 6 only at 7168x2048 M <= 64 (0.989-0.992x, one run).
+// H200 (probe builds of the dispatched instances, back to back, 2026-12-01;
+// HARDWARE.toml has the figures) 2 of 4 stages took 0.957-0.966x the time
+// of 4 of 4 (64x32 t4 sb4, M <= 128, two runs), 3 of 5 0.988-0.989x that
+// of 4 of 5 (128x128 and 128x136, M = 128); with 6 stages and more no
+// other count was faster by more than about 1 %, and then at two points.
 // The per-row and per-tensor instances (not block_scaled) keep min(4,
 // stages): the rule was measured on block-scaled instances, and their
 // dispatch tables are tuned from records at many M off the anchor grid,
