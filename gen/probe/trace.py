@@ -120,14 +120,12 @@ def summarize(producer: np.ndarray, math: np.ndarray) -> Dict[str, object]:
         rows["copies_issued"].append(np.median(p[:, FOURTH] - p[:, AFTER_WAIT]))
     # Per SM (the math records' SM ids): whether the slow CTAs are slow
     # because of where they run (the same SMs every call) or by chance.
-    sm = (t["m"][SKIP_CALLS:, :, 0] >> 32).ravel()
-    loop = (t["m"][SKIP_CALLS:, :, LAST_K_DONE] - t["m"][SKIP_CALLS:, :, FOURTH]).ravel()
+    sms = t["m"][SKIP_CALLS:, :, 0] >> 32  # [call, CTA]
+    loops = t["m"][SKIP_CALLS:, :, LAST_K_DONE] - t["m"][SKIP_CALLS:, :, FOURTH]
     by_sm: Dict[int, List[float]] = {}
-    for s_id, x in zip(sm.tolist(), loop.tolist()):
+    for s_id, x in zip(sms.ravel().tolist(), loops.ravel().tolist()):
         by_sm.setdefault(s_id, []).append(x)
-    slowest = [int(sm_row[np.argmax(lp)]) for sm_row, lp in
-               zip(t["m"][SKIP_CALLS:, :, 0] >> 32,
-                   t["m"][SKIP_CALLS:, :, LAST_K_DONE] - t["m"][SKIP_CALLS:, :, FOURTH])]
+    slowest = [int(row[np.argmax(lp)]) for row, lp in zip(sms, loops)]
     top = max(set(slowest), key=slowest.count)
     return {"grid": grid, "calls": calls, "skipped": SKIP_CALLS,
             "timer_step_ns": int(steps[steps > 0].min()) if len(steps) else None,
