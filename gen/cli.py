@@ -440,11 +440,10 @@ def cmd_probe_run(args) -> int:
 
 
 def _probe_parser(sub) -> None:
-    from gen.probe.variants import VARIANTS
+    from gen.probe.variants import EARLY_KEEPS, EARLY_MAX, VARIANTS
 
     listing = "; ".join(f"{v.name}: {v.keeps}" for v in VARIANTS.values())
-    listing += "; early-N (N = 0-16, not in the default): everything, with at most N W boxes copied before the " \
-               "grid-dependency wait"
+    listing += f"; early-N (N = 0-{EARLY_MAX}, not in the default): {EARLY_KEEPS}"
     pr = sub.add_parser("probe", help="time a w8a8_wgmma instance with parts of its K loop left out",
                         description="What bounds an instance's K loop: `probe build` compiles it with one part left "
                                     "out (preprocessor switches of w8a8_wgmma.cuh that `gen build` never sets), "
@@ -458,7 +457,8 @@ def _probe_parser(sub) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--arch", default="sm_90a", help="arch (default sm_90a)")
     common.add_argument("--variants", default=",".join(VARIANTS),
-                        help=f"comma-separated variants (default all: {', '.join(VARIANTS)}; also early-N, N = 0-16)")
+                        help=f"comma-separated variants (default all: {', '.join(VARIANTS)}; "
+                             f"also early-N, N = 0-{EARLY_MAX})")
     common.add_argument("--kernel", action="append", required=True, metavar="NAME",
                         help="a w8a8_wgmma instance's full name; repeatable or comma-separated")
     pb = psub.add_parser("build", parents=[common], help="compile the probe builds (no GPU)",

@@ -44,6 +44,7 @@ VARIANTS: Dict[str, Variant] = {v.name: v for v in (
 
 EARLY = re.compile(r"early-(\d+)")
 EARLY_MAX = 16
+EARLY_KEEPS = "everything, with at most N W boxes copied before the grid-dependency wait"
 
 
 def early(n: int) -> Variant:
@@ -52,7 +53,7 @@ def early(n: int) -> Variant:
     if not 0 <= n <= EARLY_MAX:
         raise CatalogError(f"early-{n}: the count of early weight boxes must be 0-{EARLY_MAX}")
     return Variant(f"early-{n}", (f"FP8GEN_PROBE_EARLY_STAGES={n}",),
-                   f"everything, with at most {n} W boxes copied before the grid-dependency wait", same_output=True)
+                   EARLY_KEEPS.replace(" N ", f" {n} "), same_output=True)
 
 
 def parse(names: str) -> List[Variant]:

@@ -52,10 +52,13 @@ enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // copies min(n, stages) instead.
 __host__ __device__ constexpr int early_stages(int stages, bool block_scaled) {
 #ifdef FP8GEN_PROBE_EARLY_STAGES
-  return FP8GEN_PROBE_EARLY_STAGES < stages ? FP8GEN_PROBE_EARLY_STAGES : stages;
+  int n = FP8GEN_PROBE_EARLY_STAGES;
 #else
-  return !block_scaled ? (stages < 4 ? stages : 4) : stages - 2 < 4 ? (stages > 2 ? stages - 2 : 0) : 4;
+  int n = block_scaled ? stages - 2 : 4;
+  if (n > 4) n = 4;
+  if (n < 0) n = 0;
 #endif
+  return n < stages ? n : stages;
 }
 
 // Probe builds (`python -m gen probe build`; `gen build` never defines
