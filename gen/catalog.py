@@ -468,6 +468,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # block held a 16-row tile at about 0.15 us per block); the producer and
     # the math warps meet once per stage (name: _sb<n>; wgmma_gemm::StageBlocks)
     stage_blocks: int = 1
+    # W boxes of the first unit copied before the grid-dependency wait (-1:
+    # the header's early_stages() rule; name: _e<n>; wgmma_gemm::EarlyWeights,
+    # so that the instances without it keep their cubins)
+    early: int = -1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -481,7 +485,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, stage_blocks=self.stage_blocks)
+                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -511,8 +515,9 @@ class W8A8WgmmaSpec(KernelSpec):
         oi = "_oi" if self.ordered else ""
         rb = "_rb" if self.row_box else ""
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
+        early = f"_e{self.early}" if self.early >= 0 else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -595,6 +600,9 @@ class W8A8WgmmaSpec(KernelSpec):
                 self.fixed_k < 0 or self.fixed_k % BLOCK_K:
             raise CatalogError(f"{self.name}: a shape-specialized instance fixes both N (a multiple of 8) and K "
                                f"(a multiple of {BLOCK_K}); got N={self.fixed_n}, K={self.fixed_k}")
+        if not -1 <= self.early <= self.stages:
+            raise CatalogError(f"{self.name}: early is -1 (the header's rule) or 0..stages W boxes copied before "
+                               f"the grid-dependency wait; got {self.early}")
         if self.split_paths and (self.scale_mode != "kScaleBlock" or 128 % self.bn == 0 or self.temps != 2):
             raise CatalogError(f"{self.name}: split_paths specializes the two-temporary block-scaled promotion of "
                                f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")

@@ -1,7 +1,7 @@
 """A small problem for compute-sanitizer racecheck (full-size tests are too
 slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster, weight-scales-in-the-stage, stmatrix-
-epilogue, row-box-epilogue, ordered-issue and multi-block-stage wgmma instance (shape-specialized ones only
+epilogue, row-box-epilogue, ordered-issue, multi-block-stage and own-early-count wgmma instance (shape-specialized ones only
 when named, at their own N and K),
 launched three times (the counters' reset path included; twice with
 early_weights, the first W copies before the grid-dependency wait),
@@ -24,7 +24,7 @@ def main() -> int:
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
                   or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.row_box
-                  or s.stage_blocks > 1)}
+                  or s.stage_blocks > 1 or s.early >= 0)}
     names = [n for n, s in specs.items() if not s.fixed_n]
     if sys.argv[1:]:  # only the instances whose names contain one of these (shape-specialized ones too)
         names = [n for n in specs if any(part in n for part in sys.argv[1:])]

@@ -259,6 +259,27 @@ def test_multi_block_stages_are_named_sized_rendered_and_checked():
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
 
 
+def test_own_early_counts_are_named_rendered_and_checked():
+    """early (_e<n>) keeps the base's Config and specializes EarlyWeights in
+    the rendered source only (so that every other cubin stays the same);
+    -1 is the header's rule, and more early boxes than stages are refused."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2)
+    twin = W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, early=6)
+    twin.check(hw)
+    assert twin.name == base.name.replace("_sm90a", "_e6_sm90a") and base.config_args() == twin.config_args()
+    assert twin.dynamic_smem == base.dynamic_smem
+    trait = "template <> struct wg::EarlyWeights<Config> { static constexpr int value = 6; };"
+    assert trait in render(twin) and "EarlyWeights" not in render(base)
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, early=0).check(hw)
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, early=10).check(hw)
+    for bad in (11, -2):
+        with pytest.raises(CatalogError, match="early"):
+            W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=64, stages=10, temps=2, early=bad).check(hw)
+
+
 def test_config_arguments_follow_the_header_order():
     """W8A8WgmmaSpec.config_args lists wgmma_gemm::Config's template
     arguments by position: the order must be the header's, and only

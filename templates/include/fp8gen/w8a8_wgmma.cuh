@@ -48,18 +48,35 @@ enum ParamFlags : uint32_t { kEarlyWeights = 1u };
 // The per-row and per-tensor instances (not block_scaled) keep min(4,
 // stages): the rule was measured on block-scaled instances, and their
 // dispatch tables are tuned from records at many M off the anchor grid,
-// which new cubins would void. A probe build (FP8GEN_PROBE_EARLY_STAGES=n)
-// copies min(n, stages) instead.
-__host__ __device__ constexpr int early_stages(int stages, bool block_scaled) {
+// which new cubins would void. An instance may name its own count (chosen,
+// from the EarlyWeights trait below). A probe build
+// (FP8GEN_PROBE_EARLY_STAGES=n) copies min(n, stages) instead of either.
+__host__ __device__ constexpr int early_stages(int stages, bool block_scaled, int chosen = -1) {
 #ifdef FP8GEN_PROBE_EARLY_STAGES
   int n = FP8GEN_PROBE_EARLY_STAGES;
 #else
-  int n = block_scaled ? stages - 2 : 4;
-  if (n > 4) n = 4;
-  if (n < 0) n = 0;
+  int n = chosen;
+  if (n < 0) {
+    n = block_scaled ? stages - 2 : 4;
+    if (n > 4) n = 4;
+    if (n < 0) n = 0;
+  }
 #endif
   return n < stages ? n : stages;
 }
+
+// An instance's own early count (-1: the early_stages rule). A trait that
+// only the instances naming a count specialize (`_e<n>`), so that every other
+// cubin stays byte-identical. Why per instance: with a short K the early
+// boxes are a larger share of a call's weight stream; on the H200 (probe
+// builds, 2026-12-01) 64x64 t2 s10 at 7168x2048 (16 K blocks) took
+// 0.986-0.990x the time with 6 early boxes at M = 16 and 64, but
+// 1.000-1.005x at K = 7168 and 16384, and 64x136 s8 at 17408x5120
+// 0.989-0.993x with 5. gen tune decides where such a twin is dispatched.
+template <class C>
+struct EarlyWeights {
+  static constexpr int value = -1;
+};
 
 // Probe builds (`python -m gen probe build`; `gen build` never defines
 // these): each leaves one part of the K loop out, so that what the rest
@@ -616,7 +633,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    early = min(early_stages(C::STAGES, C::SCALE_MODE == kScaleBlock), (kb_end - kb_begin + C::KB - 1) / C::KB);
+    early = min(early_stages(C::STAGES, C::SCALE_MODE == kScaleBlock, EarlyWeights<C>::value),
+                (kb_end - kb_begin + C::KB - 1) / C::KB);
     for (int s = 0; s < early; ++s) {
       const int kb = kb_begin + s * C::KB;
       if constexpr (C::WS_STAGE) {
