@@ -335,13 +335,39 @@ def _read_records(paths) -> list:
     return docs
 
 
+def _router(arch: str, families, sms: int):
+    """route(n, k, m): the instance each family's dispatch table picks there,
+    as the runtime's direct GEMM calls (and gen bench's dispatched arms)
+    do, from this checkout's manifest and HARDWARE.toml (no GPU)."""
+    from runtime import manifest
+    from runtime.dispatch import choose, fits_shape
+    from runtime.hardware import load_hardware
+
+    _, kernels = manifest.load(manifest_path(arch))
+    table = _explain_table(load_hardware(arch), kernels, sms)
+    entries = {f: [e for e in kernels if e.family == f] for f in families}
+
+    def route(n: int, k: int, m: int):
+        return [choose(found, table, m, n, k).name for found in entries.values()
+                if any(fits_shape(e, n, k) for e in found)]
+    return route
+
+
 def cmd_compare(args) -> int:
-    from gen.bench.compare import ab_report, runs_report
+    from gen.bench.compare import ab_report, routed_report, runs_report
     from gen.bench.report import FAST_ARMS
 
     impls = tuple(args.impl.split(",")) if args.impl else FAST_ARMS
     try:
-        if args.base:
+        if args.routed:
+            if args.base or args.per_instance:
+                raise SystemExit("--routed reads runs through today's tables: not with --base or --per-instance")
+            docs = _read_records(args.records)
+            arches = {d.get("arch") for d in docs}
+            if len(arches) != 1 or None in arches:
+                raise SystemExit(f"--routed needs records of one arch; they name {sorted(map(str, arches))}")
+            text = routed_report(docs, args.records, _router(arches.pop(), impls, args.sms), impls)
+        elif args.base:
             text = ab_report(_read_records(args.base), _read_records(args.records), impls, family=args.per_instance)
         else:
             if args.per_instance:
@@ -649,6 +675,12 @@ def parser() -> argparse.ArgumentParser:
                                    "of the fast path (w8a8_wgmma or w8a8_cutlass)")
     co.add_argument("--per-instance", metavar="FAMILY",
                     help="with --base and all-instance records: also new over base per instance of FAMILY")
+    co.add_argument("--routed", action="store_true",
+                    help="all-instance records read through this checkout's dispatch tables: per run, the "
+                         "ratio to cuBLASLt block of the instance each family's table picks (the faster of "
+                         "them, as gen bench's dispatched arms), and its time over the record's fastest")
+    co.add_argument("--sms", type=int, default=132,
+                    help="with --routed: SMs for the wave model between measured M (default 132: H100/H200 SXM)")
     co.set_defaults(func=cmd_compare)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",

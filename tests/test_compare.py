@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from gen.bench.compare import ab_report, fast_times, runs_report
+from gen.bench.compare import ab_report, fast_times, routed_report, runs_report
 
 
 def _row(impl, M, us, N=7168, K=2048, kernel=None):
@@ -76,6 +76,23 @@ def test_records_of_other_setups_or_without_shared_points_are_refused():
         runs_report([{"rows": []}], ["a"])
 
 
+def test_routed_report_reads_the_routed_instance_from_the_same_record():
+    """The routed instance's own time counts, not the record's fastest; a
+    point whose routed instance the record did not time is listed apart."""
+    rows = [_row("w8a8_wgmma", 64, 10.0, kernel="a"), _row("w8a8_wgmma", 64, 11.0, kernel="b"),
+            _row("w8a8_wgmma", 128, 20.0, kernel="a"), _row("w8a8_wgmma", 256, 30.0, kernel="a"),
+            _row("cublaslt_block", 64, 22.0), _row("cublaslt_block", 128, 40.0), _row("cublaslt_block", 256, 60.0)]
+    doc = _record({})
+    doc["rows"] = rows
+    route = {64: ["b"], 128: ["a"], 256: ["c"]}
+    text = routed_report([doc], ["r"], lambda n, k, m: route[m])
+    # M=64 routes to b (22/11 = 2.0, 1.1x the fastest), M=128 to a (2.0); M=256's c was not timed
+    assert "| 1 | r | 2 | 2.0000x | 2.000x (7168×2048 M=64) | 1.0488x (at most 1.100x) | 1 points |" in text
+    assert "not routed or not timed at 1 points: 7168×2048 M=256" in text
+    with pytest.raises(ValueError, match="timed no routed instance"):
+        routed_report([doc], ["r"], lambda n, k, m: ["z"])
+
+
 def test_cli(tmp_path):
     paths = []
     for i, doc in enumerate([_record({64: 10.0}, {64: 20.0}), _record({64: 9.0}, {64: 20.0})]):
@@ -91,6 +108,8 @@ def test_cli(tmp_path):
     assert out.returncode != 0 and "cannot read the bench record" in out.stderr
     out = run(paths[0], "--per-instance", "w8a8_wgmma")
     assert out.returncode != 0 and "give --base too" in out.stderr
+    out = run(paths[0], "--routed", "--base", paths[1])
+    assert out.returncode != 0 and "not with --base" in out.stderr
 
 
 def test_runs_timed_in_both_arm_orders_are_labelled():
@@ -100,3 +119,25 @@ def test_runs_timed_in_both_arm_orders_are_labelled():
     assert "| 1 | a.json (fp8gen first) | 2.0000x |" in text and "| 2 | b.json (abba) | 1.9000x |" in text
     # one order throughout: no labels
     assert "(fp8gen first)" not in runs_report([a, a], ["a.json", "a2.json"])
+
+
+def test_the_acceptance_records_read_through_the_committed_tables():
+    """Issue 6's acceptance asks that the dispatch table route each point to
+    its fastest instance: read through the committed tables, each record of
+    the acceptance pair timed every routed instance at all 72 anchor points,
+    and the routed ones take within 0.5 % of the record's fastest (geometric
+    mean; the table is tuned from many records, so single points may differ
+    by a run's noise)."""
+    import re
+
+    from runtime.paths import REPO_ROOT
+
+    records = [REPO_ROOT / "hardware/sm_90a/bench-h200.json", REPO_ROOT / "hardware/sm_90a/bench-h200-2.json"]
+    out = subprocess.run([sys.executable, "-m", "gen", "compare", *map(str, records), "--routed"],
+                         capture_output=True, text=True, cwd=REPO_ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = re.findall(r"^\| \d \| \S+ \| (\d+) \| ([\d.]+)x \| .* \| ([\d.]+)x \(at most", out.stdout, re.M)
+    assert len(rows) == 2 and "not routed" not in out.stdout
+    for points, ratio, over in rows:
+        assert int(points) == 72 and float(ratio) >= 1.0 and float(over) <= 1.005
+

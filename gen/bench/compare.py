@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gen.bench.merge import arm_order, check_records, setup_differences
 from gen.bench.report import BASELINE, FAST_ARMS, _fastest, _gemm_index, geomean
@@ -88,6 +88,48 @@ def runs_report(docs: Sequence[Dict], names: Sequence[str], impls: Sequence[str]
         lines += ["", f"Spread of our time between runs over {len(spreads)} points: median "
                       f"{(statistics.median(spreads) - 1) * 100:.2f} %, 90th percentile "
                       f"{(_percentile(spreads, 0.9) - 1) * 100:.2f} %, largest {(max(spreads) - 1) * 100:.2f} %."]
+    return "\n".join(lines) + "\n"
+
+
+def routed_report(docs: Sequence[Dict], names: Sequence[str], route: Callable[[int, int, int], Sequence[str]],
+                  impls: Sequence[str] = FAST_ARMS) -> str:
+    """All-instance records read through dispatch tables: per run, the
+    ratio to cuBLASLt block of the instances `route(n, k, m)` names at each
+    point (the faster of them, timed in the same record), their time over
+    the record's fastest of `impls` there, and the points where they are
+    not the fastest. A record's own fastest per point is the best of many
+    noisy timings; this is what the tables' callers got in that run."""
+    _check(docs, "bench")
+    lines = [f"Routed: the instances the dispatch tables pick at each point (the faster of them), against "
+             f"{BASELINE}; their time over the fastest of {', '.join(impls)} in the same record.", ""]
+    lines += ["| run | record | points | geometric mean | lowest | routed / fastest | not the fastest at |",
+              "|---|---|---|---|---|---|---|"]
+    for i, (doc, name) in enumerate(zip(docs, names), start=1):
+        ours, peer = fast_times(doc, impls)
+        timed = {key: us for impl in impls for key, us in _instance_times(doc, impl).items()}
+        ratios, over, off, missing = {}, [], [], []
+        for p in sorted(set(ours) & set(peer)):
+            routed = route(*p)
+            if not routed or any((r, p) not in timed for r in routed):
+                # no route there, or the record did not time a routed instance
+                # (not an all-instance record, or one from before it was built)
+                missing.append(p)
+                continue
+            found = [timed[(r, p)] for r in routed]
+            ratios[p] = peer[p] / min(found)
+            over.append(min(found) / ours[p])
+            if min(found) > ours[p]:
+                off.append(p)
+        if not ratios:
+            raise ValueError(f"{name}: the record timed no routed instance (an all-instance record is needed)")
+        low = min(ratios, key=ratios.get)
+        lines.append(f"| {i} | {name} | {len(ratios)} | {geomean(list(ratios.values())):.4f}x | "
+                     f"{ratios[low]:.3f}x ({low[0]}×{low[1]} M={low[2]}) | {geomean(over):.4f}x "
+                     f"(at most {max(over):.3f}x) | {len(off)} points |")
+        if missing:
+            shown = ", ".join(f"{n}×{k} M={m}" for n, k, m in missing[:6])
+            lines.append(f"|  | not routed or not timed at {len(missing)} points: {shown}"
+                         f"{' ...' if len(missing) > 6 else ''} | | | | | |")
     return "\n".join(lines) + "\n"
 
 
