@@ -818,6 +818,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       for (int k = 0; k < kBlockK / 32; ++k)
         ptx::ldmatrix_x4_at(a_frag + 4 * k, at + (((2 * k + (lane >> 4)) ^ (lane & 7)) << 4));
     };
+    bool a_loaded = false;  // RegisterA: the next block's fragments are already in a_frag
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
       if (c == 0 && j == 0) {
@@ -825,7 +826,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         trace.mark_once(4);
       }
       if constexpr (C::REG_A) {
-        if (c == 0) load_a(s);
+        if (c == 0 && !a_loaded) load_a(s);
+        a_loaded = false;
       }
       if constexpr (kOrdered) ptx::named_barrier(3 + wg, 256);  // this warpgroup's turn
 #pragma unroll
@@ -1115,6 +1117,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
+          if constexpr (C::REG_A) {
+            // the next block's A while this chunk is promoted (its MMAs no
+            // longer read a_frag): the load's latency leaves the chain
+            if (ch == C::CHUNKS - 1 && kb + 1 < kb_end) {
+              ptx::mbar_wait(full(stage), phase);
+              load_a(stage);
+              a_loaded = true;
+            }
+          }
           retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);
         }
         if constexpr (!C::WS_STAGE) {
