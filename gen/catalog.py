@@ -472,10 +472,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # the header's early_stages() rule; name: _e<n>; wgmma_gemm::EarlyWeights,
     # so that the instances without it keep their cubins)
     early: int = -1
-    # the one-temporary two-chunk loop takes A from registers (one ldmatrix
-    # pass per block per warp) instead of reading the A box from shared memory
-    # once per chunk (name: _ar; wgmma_gemm::RegisterA)
-    a_regs: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -489,7 +485,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early, a_regs=self.a_regs)
+                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -520,9 +516,8 @@ class W8A8WgmmaSpec(KernelSpec):
         rb = "_rb" if self.row_box else ""
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         early = f"_e{self.early}" if self.early >= 0 else ""
-        ar = "_ar" if self.a_regs else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{ar}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -632,10 +627,9 @@ class W8A8WgmmaSpec(KernelSpec):
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary;
         # two math warpgroups past 192 take the wide budget (240 each, 36 left
         # for the rest; wgmma_gemm::Config::WIDE_REGS)
-        # (A in registers, a block's four k32 fragments, always takes the wide one)
         acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
         reserve = 40
-        if self.math_warpgroups == 2 and (acc_regs > 192 or self.a_regs):
+        if self.math_warpgroups == 2 and acc_regs > 192:
             math_regs, reserve = 240, 36
         if acc_regs > math_regs - reserve:
             raise CatalogError(f"{self.name}: bn={self.bn} with {self.temps} temporaries needs {acc_regs} "
@@ -655,9 +649,6 @@ class W8A8WgmmaSpec(KernelSpec):
                                "ring longer than the stages a warpgroup holds (wgmma_gemm::StageBlocks)")
         if self.group_n < 1:
             raise CatalogError(f"{self.name}: group_n must be >= 1")
-        if self.a_regs and (self.n_chunks != 2 or self.temps != 1 or self.stage_blocks != 1 or self.ksplit != 1):
-            raise CatalogError(f"{self.name}: a_regs takes A from registers in the one-temporary two-chunk loop "
-                               "(n_chunks 2, temps 1, one block a stage, no K split across warpgroups)")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

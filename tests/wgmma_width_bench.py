@@ -2,7 +2,9 @@
 of two warpgroups per SM, each issuing groups of 16 wgmmas from shared
 memory, timed by clock64. HARDWARE.toml cites its H200 figures (4096 MACs
 per cycle per SM at every N >= 64 tried) as the reason odd tile widths are
-not slow in the tensor cores themselves.
+not slow in the tensor cores themselves. The `rs` kernels (RS_WIDTHS) take A
+from registers instead (the register form `_ar` instances use), B from
+shared memory as before, so that the two forms' rates can be compared.
 
 Build here (the pinned nvcc), run on the GPU (torch and cuda-bindings):
   python tests/wgmma_width_bench.py build wgmma_width.cubin
@@ -13,6 +15,12 @@ import tempfile
 from pathlib import Path
 
 WIDTHS = (32, 48, 64, 80, 96, 112, 128, 136, 144, 160, 176, 192, 224, 256)
+RS_WIDTHS = (32, 64, 128, 256)
+# `ff` kernels: the shared-memory form plus, while each group's MMAs run, a
+# promotion's worth of FFMAs per thread (FF_PER_GROUP, on registers of their
+# own), to see whether CUDA-core work slows the tensor cores by itself.
+FF_WIDTHS = (64, 128)
+FF_PER_GROUP = 4 * 64          # four K blocks of a 128-wide warpgroup tile
 GROUP = 16                     # wgmmas per commit group
 ITERS = 4000                   # groups per warpgroup
 SMEM = 200 * 1024              # one CTA per SM
@@ -21,16 +29,41 @@ INCLUDE = Path(__file__).resolve().parent.parent / "templates" / "include"
 
 def source() -> str:
     parts = ['#include <cstdint>', '#include "fp8gen/ptx_sm90.cuh"', "using namespace fp8gen;"]
-    for n in WIDTHS:
+    forms = [(n, "ss") for n in WIDTHS] + [(n, "rs") for n in RS_WIDTHS] + [(n, "ff") for n in FF_WIDTHS]
+    for n, form in forms:
+        rs = form == "rs"
         acc = n // 2
         regs = ", ".join(f"%{i}" for i in range(acc))
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(acc))
-        parts.append(f"""
-__device__ __forceinline__ void mma{n}(float (&d)[{acc}], uint64_t a, uint64_t b) {{
+        name = kernel_name(n, form)
+        if rs:  # A's fragment: 4 registers of e4m3 quadruples, the same for every k
+            mma = f"""
+__device__ __forceinline__ void mma_{name}(float (&d)[{acc}], const uint32_t* a, uint64_t b) {{
+  asm volatile("wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 {{{regs}}}, {{%{acc}, %{acc + 1}, %{acc + 2}, %{acc + 3}}}, %{acc + 4}, 1, 1, 1;\\n"
+               : {outs} : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}}"""
+            call = f"mma_{name}(d, afrag, db + 2 * (k % 4))"
+            afrag = ("  uint32_t afrag[4];\n"
+                     "  for (int i = 0; i < 4; ++i) afrag[i] = 0x38303830u ^ ((threadIdx.x + i) * 2654435761u & 0x07070707u);\n")
+        else:
+            mma = f"""
+__device__ __forceinline__ void mma_{name}(float (&d)[{acc}], uint64_t a, uint64_t b) {{
   asm volatile("wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 {{{regs}}}, %{acc}, %{acc + 1}, 1, 1, 1;\\n"
                : {outs} : "l"(a), "l"(b));
-}}
-extern "C" __global__ void __launch_bounds__(256, 1) width{n}(long long* cycles, float* sink, int iters) {{
+}}"""
+            call = f"mma_{name}(d, da + 2 * (k % 4), db + 2 * (k % 4))"
+            afrag = ""
+        if form == "ff":  # x += y * s on 64 registers, FF_PER_GROUP / 64 times, between commit and wait
+            afrag = ("  float x[64], y[64];\n"
+                     "  for (int i = 0; i < 64; ++i) { x[i] = 0.f; y[i] = float(threadIdx.x + i) * 1e-3f; }\n")
+            ffma = (f"#pragma unroll\n    for (int r = 0; r < {FF_PER_GROUP // 64}; ++r)\n#pragma unroll\n"
+                    "      for (int i = 0; i < 64; ++i) x[i] = fmaf(y[i], 1.0001f, x[i]);\n"
+                    "#pragma unroll\n    for (int i = 0; i < 64; ++i) ptx::fence_operand(x[i]);\n")
+            keep = "#pragma unroll\n  for (int i = 0; i < 64; ++i) s += x[i];\n"
+        else:
+            ffma = keep = ""
+        parts.append(mma + f"""
+extern "C" __global__ void __launch_bounds__(256, 1) {name}(long long* cycles, float* sink, int iters) {{
   extern __shared__ __align__(1024) uint8_t smem[];
   const uint32_t base = (ptx::smem_addr(smem) + 1023u) & ~1023u;
   uint32_t* words = reinterpret_cast<uint32_t*>(smem + (base - ptx::smem_addr(smem)));
@@ -39,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) width{n}(long long* cycles,
   __syncthreads();
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
   const uint64_t da = ptx::desc_k_major_sw128(base + wg * 64 * 128), db = ptx::desc_k_major_sw128(base + 128 * 128);
-  float d[{acc}];
+{afrag}  float d[{acc}];
 #pragma unroll
   for (int i = 0; i < {acc}; ++i) d[i] = 0.f;
   const long long t0 = clock64();
@@ -48,9 +81,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) width{n}(long long* cycles,
     for (int i = 0; i < {acc}; ++i) ptx::fence_operand(d[i]);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < {GROUP}; ++k) mma{n}(d, da + 2 * (k % 4), db + 2 * (k % 4));
+    for (int k = 0; k < {GROUP}; ++k) {call};
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
+{ffma}    ptx::wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < {acc}; ++i) ptx::fence_operand(d[i]);
   }}
@@ -58,10 +91,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) width{n}(long long* cycles,
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < {acc}; ++i) s += d[i];
-  sink[blockIdx.x * blockDim.x + threadIdx.x] = s;  // keeps the MMAs
+{keep}  sink[blockIdx.x * blockDim.x + threadIdx.x] = s;  // keeps the MMAs
   if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + wg] = t1 - t0;
 }}""")
     return "\n".join(parts) + "\n"
+
+
+def kernel_name(n: int, form: str) -> str:
+    return {"ss": f"width{n}", "rs": f"rs{n}", "ff": f"ff{n}"}[form]
 
 
 def build(out: Path) -> None:
@@ -95,9 +132,11 @@ def run(cubin: Path) -> None:
     cycles = torch.zeros(2 * sms, dtype=torch.int64, device="cuda")
     sink = torch.zeros(sms * 256, device="cuda")
     rates = {}
-    print(f"{'N':>4} {'cycles/wgmma':>13} {'MAC/cycle/SM':>13}")
-    for n in WIDTHS:
-        fn = ok(cu.cuModuleGetFunction(module, f"width{n}".encode()))
+    print(f"{'form':>4} {'N':>4} {'cycles/wgmma':>13} {'MAC/cycle/SM':>13}")
+    forms = [(n, "ss") for n in WIDTHS] + [(n, "rs") for n in RS_WIDTHS] + [(n, "ff") for n in FF_WIDTHS]
+    for n, form in forms:
+        name = kernel_name(n, form)
+        fn = ok(cu.cuModuleGetFunction(module, name.encode()))
         ok(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  SMEM))
         params = ((cycles.data_ptr(), sink.data_ptr(), ITERS), (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int))
@@ -105,8 +144,8 @@ def run(cubin: Path) -> None:
             ok(cu.cuLaunchKernel(fn, sms, 1, 1, 256, 1, 1, SMEM, 0, params, 0))
         torch.cuda.synchronize()
         per = statistics.median(cycles.tolist()) / (ITERS * GROUP)  # both warpgroups issue at once
-        rates[n] = 2 * 64 * n * 32 / per
-        print(f"{n:4d} {per:13.2f} {rates[n]:13.0f}")
+        rates[name] = 2 * 64 * n * 32 / per
+        print(f"{form.upper():>4} {n:4d} {per:13.2f} {rates[name]:13.0f}")
 
 
 def main(argv) -> int:

@@ -56,13 +56,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* smem_r
                : "r"(smem_addr(smem_row)));
 }
 
-// The same, given the shared-memory address of this lane's row.
-__device__ __forceinline__ void ldmatrix_x4_at(uint32_t* d, uint32_t smem_row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(smem_row));
-}
-
 // D += A(16x32 e4m3, row) * B(32x8 e4m3, col), FP32 accumulate. Native QMMA on
 // sm_89/sm_120a/sm_121a; ptxas emulates it through FP16 HMMA on sm_90a/sm_100a.
 __device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {

@@ -169,20 +169,6 @@ struct StageBlocks {
   static constexpr int value = 1;
 };
 
-// A in registers (`_ar`): each math warp loads its 16 rows of a block's A
-// box with ldmatrix once and both column chunks' wgmmas take A from those
-// registers (the m64nNk32 register form), where the shared-memory form reads
-// the A box once per chunk. Why: the H200's wgmma probes fit a shared-memory
-// port of 128 bytes per cycle per SM (operand reads plus TMA writes; see
-// HARDWARE.toml), and a 128x256 tile in two chunks moves 144 KB per K block
-// through it against 1024 cycles of MMAs; with A read once, 128 KB. For the
-// one-temporary two-chunk loop only (a trait declared before Config, which
-// counts the 16 registers, for the reason RowBoxEpilogue gives).
-template <class C>
-struct RegisterA {
-  static constexpr bool value = false;
-};
-
 template <int BM_, int BN_, int STAGES_, int GROUP_N_, int KSPLIT_, int SCALE_MODE_, int TEMPS_ = 1,
           int SLICES_ = 1, int CHUNKS_ = 1, int CLUSTER_M_ = 1, int CLUSTER_N_ = 1, int OUT_BOXES_ = 0,
           int FIXED_N_ = 0, int FIXED_K_ = 0, int CLUSTER_K_ = 1, bool WALK_M_ = false, bool WS_STAGE_ = false>
@@ -277,7 +263,6 @@ struct Config {
                                     2 * STAGES * 8 + FLAG_BYTES + XBAR_BYTES + 1024;
   // Register budgets after reallocation: the sum over warps fits 64K.
   // A math thread's total and temporaries (FP32 registers).
-  static constexpr bool REG_A = RegisterA<Config>::value;
   static constexpr int ACC_REGS = BN / 2 + TEMPS * CHUNK_N / 2;
   // Two math warpgroups whose total and temporaries pass 192 registers (a
   // 136-wide tile with two temporaries: 204) take 240 each and leave the
@@ -285,8 +270,7 @@ struct Config {
   // 168 per thread (65536 / 384, in steps of 8): 24 + 2 x 240 = 3 x 168. An
   // increase past what the others gave back waits forever (a 32-register
   // producer hung on the H200).
-  // (RegisterA holds a block's A fragments too, 16 registers: always wide.)
-  static constexpr bool WIDE_REGS = MATH_WG == 2 && (ACC_REGS > 192 || REG_A);
+  static constexpr bool WIDE_REGS = MATH_WG == 2 && ACC_REGS > 192;
   static constexpr int PRODUCER_REGS = WIDE_REGS ? 24 : 40;
   // Four math warpgroups keep the launch's allotment (65536 / 640 threads):
   // growing them would need more than the producer gives back, and
@@ -316,8 +300,6 @@ struct Config {
                 "that a warpgroup's stage for its next issue is never one it still holds: it holds the "
                 "stages of its TEMPS - 1 blocks in flight, KSPLIT ring positions apart");
   static_assert(TEMPS != 4 || KB > 1, "four temporaries: multi-block stages only");
-  static_assert(!REG_A || (CHUNKS == 2 && TEMPS == 1 && KB == 1 && KSPLIT == 1),
-                "A in registers: the one-temporary two-chunk loop, one block a stage");
   static_assert(FIXED_N % 8 == 0 && FIXED_N >= 0 && FIXED_K % kBlockK == 0 && FIXED_K >= 0,
                 "a fixed N is a multiple of 8, a fixed K of 128");
   static_assert(SLICES >= 1 && SLICES <= 16 && (SLICES == 1 || KSPLIT == 1), "split K across CTAs or warpgroups");
@@ -804,30 +786,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // of block 0 waits for the stage; it stays full until its last block's
     // last chunk is retired. (With WS_STAGE it also reads the stage's weight
     // scales into w_lo, w_hi; otherwise it leaves them to w_scales.)
-    // RegisterA: this warp's 16 rows of the block's A box, four k32 steps
-    // of 4 registers (wgmma's fragment: rows g and g + 8, bytes 4t..4t+3 and
-    // 16 + 4t.., g = lane / 4, t = lane % 4: ldmatrix's 8x8 b16 matrices).
-    uint32_t a_frag[C::REG_A ? 16 : 1];
-    auto load_a = [&](int s) {
-      // matrix lane / 8: rows 0-7 or 8-15 ((lane / 8) % 2) of the warp's
-      // 16, the step's first or second 16 bytes (lane / 16); the box's
-      // 128-byte swizzle puts chunk q of row r at q ^ (r % 8)
-      const int r = wg_row * 64 + warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
-      const uint32_t at = a_base + s * C::A_BYTES + r * kBlockK;
-#pragma unroll
-      for (int k = 0; k < kBlockK / 32; ++k)
-        ptx::ldmatrix_x4_at(a_frag + 4 * k, at + (((2 * k + (lane >> 4)) ^ (lane & 7)) << 4));
-    };
-    bool a_loaded = false;  // RegisterA: the next block's fragments are already in a_frag
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi) {
       if (c == 0 && j == 0) {
         ptx::mbar_wait(full(s), ph);
         trace.mark_once(4);
-      }
-      if constexpr (C::REG_A) {
-        if (c == 0 && !a_loaded) load_a(s);
-        a_loaded = false;
       }
       if constexpr (kOrdered) ptx::named_barrier(3 + wg, 256);  // this warpgroup's turn
 #pragma unroll
@@ -839,14 +802,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       const uint64_t dw = dw0 + uint32_t(C::KB == 1 ? (s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4
                                                     : (s * C::STAGE_W + j * C::W_BYTES) >> 4);
 #pragma unroll
-      for (int k = 0; k < kBlockK / 32; ++k) {
-        if constexpr (kProbeNoMma) {
-        } else if constexpr (C::REG_A) {
-          Wgmma<C::CHUNK_N>::mma_ra(t, a_frag + 4 * k, dw + 2 * k, k > 0);
-        } else {
-          Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
-        }
-      }
+      for (int k = 0; k < kBlockK / 32; ++k)
+        if constexpr (!kProbeNoMma) Wgmma<C::CHUNK_N>::mma(t, da + 2 * k, dw + 2 * k, k > 0);
       ptx::wgmma_commit();
       if constexpr (kOrdered) ptx::named_barrier_arrive(4 - wg, 256);  // the other's turn
       sa0 = sa1 = 1.f;
@@ -1117,15 +1074,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
-          if constexpr (C::REG_A) {
-            // the next block's A while this chunk is promoted (its MMAs no
-            // longer read a_frag): the load's latency leaves the chain
-            if (ch == C::CHUNKS - 1 && kb + 1 < kb_end) {
-              ptx::mbar_wait(full(stage), phase);
-              load_a(stage);
-              a_loaded = true;
-            }
-          }
           retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);
         }
         if constexpr (!C::WS_STAGE) {
