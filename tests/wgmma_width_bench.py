@@ -3,8 +3,9 @@ of two warpgroups per SM, each issuing groups of 16 wgmmas from shared
 memory, timed by clock64. HARDWARE.toml cites its H200 figures (4096 MACs
 per cycle per SM at every N >= 64 tried) as the reason odd tile widths are
 not slow in the tensor cores themselves. The `rs` kernels (RS_WIDTHS) take A
-from registers instead (the register form `_ar` instances use), B from
-shared memory as before, so that the two forms' rates can be compared.
+from registers instead (wgmma's register form), B from shared memory as
+before, so that the two forms' rates can be compared; the `ff` kernels add
+CUDA-core work beside the MMAs (FF_WIDTHS). HARDWARE.toml has the figures.
 
 Build here (the pinned nvcc), run on the GPU (torch and cuda-bindings):
   python tests/wgmma_width_bench.py build wgmma_width.cubin
