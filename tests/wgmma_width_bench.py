@@ -22,6 +22,7 @@ RS_WIDTHS = (32, 64, 128, 256)
 # own), to see whether CUDA-core work slows the tensor cores by itself.
 FF_WIDTHS = (64, 128)
 FF_PER_GROUP = 4 * 64          # four K blocks of a 128-wide warpgroup tile
+FORMS = [(n, "ss") for n in WIDTHS] + [(n, "rs") for n in RS_WIDTHS] + [(n, "ff") for n in FF_WIDTHS]
 GROUP = 16                     # wgmmas per commit group
 ITERS = 4000                   # groups per warpgroup
 SMEM = 200 * 1024              # one CTA per SM
@@ -30,22 +31,20 @@ INCLUDE = Path(__file__).resolve().parent.parent / "templates" / "include"
 
 def source() -> str:
     parts = ['#include <cstdint>', '#include "fp8gen/ptx_sm90.cuh"', "using namespace fp8gen;"]
-    forms = [(n, "ss") for n in WIDTHS] + [(n, "rs") for n in RS_WIDTHS] + [(n, "ff") for n in FF_WIDTHS]
-    for n, form in forms:
-        rs = form == "rs"
+    for n, form in FORMS:
         acc = n // 2
         regs = ", ".join(f"%{i}" for i in range(acc))
         outs = ", ".join(f'"+f"(d[{i}])' for i in range(acc))
         name = kernel_name(n, form)
-        if rs:  # A's fragment: 4 registers of e4m3 quadruples, the same for every k
+        if form == "rs":  # A's fragment: 4 registers of e4m3 quadruples, the same for every k
             mma = f"""
 __device__ __forceinline__ void mma_{name}(float (&d)[{acc}], const uint32_t* a, uint64_t b) {{
   asm volatile("wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3 {{{regs}}}, {{%{acc}, %{acc + 1}, %{acc + 2}, %{acc + 3}}}, %{acc + 4}, 1, 1, 1;\\n"
                : {outs} : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }}"""
             call = f"mma_{name}(d, afrag, db + 2 * (k % 4))"
-            afrag = ("  uint32_t afrag[4];\n"
-                     "  for (int i = 0; i < 4; ++i) afrag[i] = 0x38303830u ^ ((threadIdx.x + i) * 2654435761u & 0x07070707u);\n")
+            prelude = ("  uint32_t afrag[4];\n"
+                       "  for (int i = 0; i < 4; ++i) afrag[i] = 0x38303830u ^ ((threadIdx.x + i) * 2654435761u & 0x07070707u);\n")
         else:
             mma = f"""
 __device__ __forceinline__ void mma_{name}(float (&d)[{acc}], uint64_t a, uint64_t b) {{
@@ -53,10 +52,10 @@ __device__ __forceinline__ void mma_{name}(float (&d)[{acc}], uint64_t a, uint64
                : {outs} : "l"(a), "l"(b));
 }}"""
             call = f"mma_{name}(d, da + 2 * (k % 4), db + 2 * (k % 4))"
-            afrag = ""
+            prelude = ""
         if form == "ff":  # x += y * s on 64 registers, FF_PER_GROUP / 64 times, between commit and wait
-            afrag = ("  float x[64], y[64];\n"
-                     "  for (int i = 0; i < 64; ++i) { x[i] = 0.f; y[i] = float(threadIdx.x + i) * 1e-3f; }\n")
+            prelude = ("  float x[64], y[64];\n"
+                       "  for (int i = 0; i < 64; ++i) { x[i] = 0.f; y[i] = float(threadIdx.x + i) * 1e-3f; }\n")
             ffma = (f"#pragma unroll\n    for (int r = 0; r < {FF_PER_GROUP // 64}; ++r)\n#pragma unroll\n"
                     "      for (int i = 0; i < 64; ++i) x[i] = fmaf(y[i], 1.0001f, x[i]);\n"
                     "#pragma unroll\n    for (int i = 0; i < 64; ++i) ptx::fence_operand(x[i]);\n")
@@ -73,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) {name}(long long* cycles, f
   __syncthreads();
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
   const uint64_t da = ptx::desc_k_major_sw128(base + wg * 64 * 128), db = ptx::desc_k_major_sw128(base + 128 * 128);
-{afrag}  float d[{acc}];
+{prelude}  float d[{acc}];
 #pragma unroll
   for (int i = 0; i < {acc}; ++i) d[i] = 0.f;
   const long long t0 = clock64();
@@ -134,8 +133,7 @@ def run(cubin: Path) -> None:
     sink = torch.zeros(sms * 256, device="cuda")
     rates = {}
     print(f"{'form':>4} {'N':>4} {'cycles/wgmma':>13} {'MAC/cycle/SM':>13}")
-    forms = [(n, "ss") for n in WIDTHS] + [(n, "rs") for n in RS_WIDTHS] + [(n, "ff") for n in FF_WIDTHS]
-    for n, form in forms:
+    for n, form in FORMS:
         name = kernel_name(n, form)
         fn = ok(cu.cuModuleGetFunction(module, name.encode()))
         ok(cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
