@@ -41,6 +41,8 @@ def test_runs_report_gives_each_run_s_geomean_and_the_spread():
     assert f"| 2 | b.json | {(20 / 10.5 * 1.1) ** 0.5:.4f}x |" in text
     assert "| 7168×2048 | 64 | 10.00 (2.000) | 10.50 (1.905) | 5.0 % |" in text
     assert "largest 5.00 %" in text
+    # ratios 2.000 and 1.905 at M=64 (5.0 %), 1.1 and 1.1 at M=4096 (0 %): median 2.5 %
+    assert "Spread of the ratio to cublaslt_block: median 2.50 %, largest 5.00 % (7168×2048 M=64)." in text
 
 
 def test_ab_report_splits_m_ranges_and_averages_each_side():
