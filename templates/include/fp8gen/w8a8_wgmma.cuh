@@ -1092,11 +1092,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     } else if constexpr (kEarlyNext) {
       // The one-temporary loop below with every group in en_t (the unit's
       // first in flight already) and the block's weight scales in en_wlo,
-      // en_whi; its first block peeled, so that the loop's blocks issue
-      // their first chunk unconditionally.
+      // en_whi.
       if (unit == first_unit) issue_first(unit);
-      // block kb at (s, ph) from its first chunk's wait on
-      auto finish = [&](int kb, int s, uint32_t ph, float& next_lo, float& next_hi) {
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
+        const int s = stage;
+        const uint32_t ph = phase;
+        advance(stage, phase);
+        float next_lo, next_hi;
+        if (kb > kb_begin) issue(s, ph, 0, 0, en_t, en_sa0, en_sa1, en_wlo, en_whi);
         if constexpr (!C::WS_STAGE) w_scales(min(kb + 1, kb_end - 1), next_lo, next_hi);
 #pragma unroll
         for (int i = 0; i < TACC; ++i) ptx::fence_operand(en_t[i]);
@@ -1113,21 +1116,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           en_wlo = next_lo;
           en_whi = next_hi;
         }
-      };
-      {
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        float next_lo, next_hi;
-        finish(kb_begin, s, ph, next_lo, next_hi);
-      }
-      for (int kb = kb_begin + 1; kb < kb_end; ++kb) {
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        float next_lo, next_hi;
-        issue(s, ph, 0, 0, en_t, en_sa0, en_sa1, en_wlo, en_whi);
-        finish(kb, s, ph, next_lo, next_hi);
       }
     } else {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
