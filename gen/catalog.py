@@ -472,10 +472,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # the header's early_stages() rule; name: _e<n>; wgmma_gemm::EarlyWeights,
     # so that the instances without it keep their cubins)
     early: int = -1
-    # the first MMA group of a CTA's next unit is issued before this unit's
-    # epilogue, so that the tensor cores work while the tile is stored
-    # (name: _nx; wgmma_gemm::EarlyNextIssue)
-    early_next: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -489,8 +485,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
-                    early_next=self.early_next)
+                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -521,9 +516,8 @@ class W8A8WgmmaSpec(KernelSpec):
         rb = "_rb" if self.row_box else ""
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         early = f"_e{self.early}" if self.early >= 0 else ""
-        nx = "_nx" if self.early_next else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{nx}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}")
 
     @property
     def math_warpgroups(self) -> int:
@@ -624,10 +618,6 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")
-        if self.early_next and (self.scale_mode != "kScaleBlock" or self.ksplit > 1 or self.cluster_k > 1
-                                or self.stage_blocks > 1 or self.temps != 1):
-            raise CatalogError(f"{self.name}: early_next issues the next unit's first group in the block-scaled "
-                               "one-temporary loop (no K split, one block per stage)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
         if self.fixed_n and self.scale_mode != "kScaleBlock":

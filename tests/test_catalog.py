@@ -5,7 +5,7 @@ import re
 import pytest
 
 from gen import catalog
-from gen.catalog import W8A8MmaSpec, W8A8RowSpec, W8A8WgmmaSpec, specs_for
+from gen.catalog import W8A8MmaSpec, W8A8WgmmaSpec, specs_for
 from runtime.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
@@ -144,6 +144,7 @@ def test_weight_scales_in_the_stage_are_named_sized_and_rendered():
     """ws_stage is its own instance (_ws): 16 bytes more per stage's scale
     slot (rounded to 128), the flag reaches Config, other renders are as
     before, and the per-row / per-tensor families refuse it."""
+    from gen.catalog import W8A8RowSpec
     from gen.render import render
 
     hw = load_hardware("sm_90a")
@@ -185,30 +186,6 @@ def test_stmatrix_and_ordered_twins_are_named_rendered_and_checked():
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
     with pytest.raises(CatalogError, match="stmatrix"):
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=80, stages=8, temps=2, stmatrix=True).check(hw)
-
-
-def test_early_next_twins_are_named_rendered_and_checked():
-    """Early-next twins (_nx) keep the base's Config and specialize
-    EarlyNextIssue in the rendered source (the base's render has no trait,
-    so its cubin stays the one the records timed). Only the block-scaled
-    one-temporary loop without a K split or multi-block stages takes it."""
-    from gen.render import render
-
-    hw = load_hardware("sm_90a")
-    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2, walk_m=True, kslices=4, stmatrix=True)
-    nx = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2, walk_m=True, kslices=4, stmatrix=True,
-                       early_next=True)
-    nx.check(hw)
-    assert nx.name == base.name.replace("_sm90a", "_nx_sm90a")
-    assert nx.config_args() == base.config_args() and nx.dynamic_smem == base.dynamic_smem
-    trait = "template <> struct wg::EarlyNextIssue<Config> { static constexpr bool value = true; };"
-    assert trait in render(nx) and "EarlyNextIssue" not in render(base)
-    for bad in (dict(bm=128, bn=128, stages=5, temps=2), dict(bm=64, bn=128, stages=6, ksplit=2),
-                dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4)):
-        with pytest.raises(CatalogError, match="early_next"):
-            W8A8WgmmaSpec(arch="sm_90a", early_next=True, **bad).check(hw)
-    with pytest.raises(CatalogError, match="early_next"):
-        W8A8RowSpec(arch="sm_90a", bm=128, bn=256, stages=3, n_chunks=2, early_next=True).check(hw)
 
 
 def test_row_box_twins_stage_a_whole_unswizzled_box():

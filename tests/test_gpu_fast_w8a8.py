@@ -287,39 +287,6 @@ def test_early_weights_give_the_same_bits(rt, gen, split_ws, instance, N, K, M):
     assert torch.equal(outs[0].view, outs[1].view) and torch.equal(outs[1].view, outs[2].view)
 
 
-# every early-next twin (_nx) beside the instance it was made from
-EARLY_NEXT = [(n, n.replace("_nx_", "_")) for f, n in INSTANCES if f == "w8a8_wgmma" and SPECS[n].early_next]
-
-
-def test_early_next_twins_exist_and_have_their_base():
-    assert EARLY_NEXT and all(base in SPECS for _, base in EARLY_NEXT)
-
-
-@pytest.mark.parametrize("twin,base", EARLY_NEXT, ids=[t for t, _ in EARLY_NEXT])
-@pytest.mark.parametrize("M,N,K", [(1000, 7168, 512), (2000, 4096, 1536), (300, 24576, 256), (1, 7168, 2048)])
-def test_early_next_twin_gives_its_base_bits(rt, gen, split_ws, twin, base, M, N, K):
-    """The twin issues each unit's first MMA group before the unit before
-    it is stored, and changes nothing else: the same MMAs into the same
-    sums in the same order, so the bits equal its base's. The shapes give
-    a CTA many units (224-3072 tiles of 128 x 256, K of 2-16 blocks; 300 x
-    24576 at K = 256 two blocks per unit), and M = 1 one unit per CTA."""
-    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
-    a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
-    a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
-    rt.scale_mn_major(a_s, a_s_mn)
-    ws = rt.workspace(M, 128, max_n=N)
-    outs = [Guarded((M, N), torch.bfloat16, float("nan")) for _ in range(3)]
-    for out, name, early in zip(outs, (base, twin, twin), (False, False, True)):
-        _run(rt, "w8a8_wgmma", name, a_q, a_s_mn, w_q, w_s, out.view, ws, early_weights=early)
-    torch.cuda.synchronize()
-    ws.close()
-    assert all(o.canaries_intact() for o in outs)
-    A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
-    ok, detail = gemm_error_ok(outs[0].view, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
-    assert ok, detail
-    assert torch.equal(outs[0].view, outs[1].view) and torch.equal(outs[1].view, outs[2].view)
-
-
 # every fast instance once, as EARLY (CUTLASS too: it must ignore the rows past m)
 PADDED = [(f, i, n, k) for f, i, n, k in CASES if (n, k) in
           ((SPECS[i].fixed_n, SPECS[i].fixed_k) if getattr(SPECS[i], "fixed_n", 0) else ((24576, 1536),))]

@@ -57,17 +57,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   } while (!done);
 }
 
-// Whether the phase of parity `parity` has completed, without waiting.
-__device__ __forceinline__ bool mbar_ready(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 // ---- clusters ---------------------------------------------------------------
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
@@ -226,18 +215,6 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 // (0 is __syncthreads').
 __device__ __forceinline__ void named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-
-// named_barrier that also returns whether `pred` held in every one of the
-// `count` threads (so that a warpgroup can take one decision).
-__device__ __forceinline__ bool named_barrier_all(int id, int count, bool pred) {
-  uint32_t all;
-  asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n barrier.red.and.pred q, %2, %3, p;\n selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(all)
-      : "r"(uint32_t(pred)), "r"(id), "r"(count)
-      : "memory");
-  return all != 0;
 }
 
 // Four 8x8 matrices of 16-bit elements from registers to shared memory:

@@ -424,22 +424,6 @@ struct OrderedIssue {
   static constexpr bool value = false;
 };
 
-// The first MMA group of a CTA's next unit is issued before this unit's
-// epilogue, so that the tensor cores work while the tile is converted and
-// staged (at K <= 2048 the tile's stores left out took 0.79-0.90x the time
-// of the 128-row tiles on the H200). Its temporary and scales live across
-// the unit loop (en_* in run), and every group of every unit goes into
-// that one temporary: ptxas 13.0 checks the registers, not the groups, so
-// an epilogue that read the total from registers another temporary had
-// held (the allocator reuses a retired temporary's registers for the sum)
-// serialized every wgmma (C7514), as it did for the two-temporary loop.
-// Only when the next unit's first stage is full at the end of this one.
-// The one-temporary loop, no K split; a trait for SplitPaths' reason.
-template <class C>
-struct EarlyNextIssue {
-  static constexpr bool value = false;
-};
-
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -763,13 +747,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   static_assert(!kOrdered || (C::ROW_WG == 2 && C::KSPLIT == 1), "ordered issue: two row warpgroups, no K split");
   if constexpr (kOrdered)
     if (wg == 1) ptx::named_barrier_arrive(3, 256);  // warpgroup 0 goes first
-  // EarlyNextIssue: a unit's first group, its temporary and scales
-  constexpr bool kEarlyNext = EarlyNextIssue<C>::value;
-  static_assert(!kEarlyNext || (C::KSPLIT == 1 && C::CLUSTER_K == 1 && C::KB == 1 && C::TEMPS == 1 && C::BLOCK_SCALES),
-                "early next issue: block scales, one temporary, one block per stage, no K split");
-  [[maybe_unused]] float en_t[TACC];
-  [[maybe_unused]] float en_sa0 = 1.f, en_sa1 = 1.f, en_wlo = 1.f, en_whi = 1.f;
-  [[maybe_unused]] bool en_pre = false;  // this unit's first group went in before the last unit's epilogue
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -849,21 +826,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           w_lo = __shfl_sync(0xffffffffu, lo, 0);
           w_hi = C::MAY_STRADDLE ? __shfl_sync(0xffffffffu, hi, 0) : w_lo;
         }
-      }
-    };
-    // EarlyNextIssue: the first group of unit u (at the stage after the unit
-    // before it) into en_t, with its scales: at the end of the unit before
-    // it if its stage is full by then, else at the top of its own loop.
-    [[maybe_unused]] auto issue_first = [&](int u) {
-      int tile, slice, tm, tn, kb_begin, kb_end;
-      work(u, tile, slice, kb_begin, kb_end);
-      coords(tile, tm, tn);
-      const float *lo, *hi;
-      w_scale_rows(tn, lo, hi);
-      issue(stage, phase, 0, 0, en_t, en_sa0, en_sa1, en_wlo, en_whi);
-      if constexpr (!C::WS_STAGE) {
-        en_wlo = __ldg(lo + kb_begin);
-        en_whi = C::MAY_STRADDLE ? __ldg(hi + kb_begin) : en_wlo;
       }
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
@@ -1091,46 +1053,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
       }
 #undef FP8GEN_WGMMA_T2_LOOP
-    } else if constexpr (kEarlyNext) {
-      // The one-temporary loop below with every group in en_t (the unit's
-      // first in flight already) and the block's weight scales in en_wlo,
-      // en_whi; its first block peeled, so that the loop's blocks issue
-      // their first chunk unconditionally.
-      if (!en_pre) issue_first(unit);
-      // block kb at (s, ph) from its first chunk's wait on
-      auto finish = [&](int kb, int s, uint32_t ph, float& next_lo, float& next_hi) {
-        if constexpr (!C::WS_STAGE) w_scales(min(kb + 1, kb_end - 1), next_lo, next_hi);
-#pragma unroll
-        for (int i = 0; i < TACC; ++i) ptx::fence_operand(en_t[i]);
-        ptx::wgmma_wait<0>();
-        retire(SplitAt<-1>{}, s, 0, en_t, en_sa0, en_sa1, en_wlo, en_whi, true);
-        if constexpr (C::CHUNKS == 2) {  // (into en_t too: see EarlyNextIssue)
-          issue(s, ph, 0, 1, en_t, en_sa0, en_sa1, en_wlo, en_whi);
-#pragma unroll
-          for (int i = 0; i < TACC; ++i) ptx::fence_operand(en_t[i]);
-          ptx::wgmma_wait<0>();
-          retire(SplitAt<-1>{}, s, 1, en_t, en_sa0, en_sa1, en_wlo, en_whi, true);
-        }
-        if constexpr (!C::WS_STAGE) {
-          en_wlo = next_lo;
-          en_whi = next_hi;
-        }
-      };
-      {
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        float next_lo, next_hi;
-        finish(kb_begin, s, ph, next_lo, next_hi);
-      }
-      for (int kb = kb_begin + 1; kb < kb_end; ++kb) {
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        float next_lo, next_hi;
-        issue(s, ph, 0, 0, en_t, en_sa0, en_sa1, en_wlo, en_whi);
-        finish(kb, s, ph, next_lo, next_hi);
-      }
     } else {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
       // warpgroups overlap each other's promotion.
@@ -1163,14 +1085,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 
     trace.mark_once(5);
     trace.mark(6);
-    if constexpr (kEarlyNext) {
-      // The next unit's first group runs while this tile is stored, if its
-      // stage is full already: waiting for it here would put the epilogue
-      // after the copy (the first form, which waited, took 1.04x the time at
-      // K = 512). The warpgroup decides as one (barrier 5 + wg row).
-      en_pre = ptx::named_barrier_all(5 + wg_row, 128, unit + unit_step < units && ptx::mbar_ready(full(stage), phase));
-      if (en_pre) issue_first(unit + unit_step);
-    }
     if constexpr (C::KSPLIT > 1) {
       // The K-split warpgroups hand their sums to warpgroup 0 through shared
       // memory, laid out [lane group][register][thread] (conflict-free), and
@@ -1379,8 +1293,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
     }
   }
-  // (no group is in flight: the last unit issues none ahead; ptxas must see it)
-  if constexpr (kEarlyNext) ptx::wgmma_wait<0>();
   // The CTA's shared memory must outlive the last stores' reads of it. Only
   // the reads: the writes complete as part of the grid (the next kernel's
   // grid-dependency wait, or the stream, sees them), so the CTA leaves
