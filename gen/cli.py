@@ -437,7 +437,7 @@ def cmd_probe_run(args) -> int:
     import json
     from pathlib import Path
 
-    from gen.fsutil import write_atomic
+    from gen.fsutil import record_text, write_atomic
     from gen.probe.timing import parse_points, run
     from gen.probe.variants import parse
 
@@ -451,7 +451,7 @@ def cmd_probe_run(args) -> int:
         raise SystemExit("--sustained takes seconds >= 0")
     doc = run(arch=args.arch, kernels=_kernel_names(args.kernel), variants=parse(args.variants), points=points,
               rounds=args.rounds, sustained_s=args.sustained, seed=args.seed, git_sha=args.git_sha or _git_sha())
-    write_atomic(Path(args.out), (json.dumps(doc, indent=1) + "\n").encode())
+    write_atomic(Path(args.out), record_text(doc).encode())
     print(f"wrote {args.out}")
     failed = False
     if doc["unchanged_outputs"]:

@@ -296,3 +296,29 @@ def test_merge_refuses_records_timed_in_different_arm_orders():
     assert merge([_record("aaa", [(2112, 7168)]), _record("bbb", [(4096, 7168)], arm_order="fp8gen first")])
     with pytest.raises(ValueError, match="different orders"):
         merge([_record("aaa", [(2112, 7168)]), _record("bbb", [(4096, 7168)], arm_order="peers first")])
+
+
+def test_records_are_written_one_row_per_line_and_read_back_unchanged(tmp_path):
+    """gen bench, merge and probe records: one row per line (diffable, and a
+    third smaller than one field per line), the same JSON value back; the
+    committed records are written this way."""
+    import glob
+    import json
+
+    from gen.fsutil import record_text
+
+    doc = {"gpu": "X", "seed": 3, "rows": [{"op": "gemm", "us": 1.25, "tflops": None, "kernel": "a b"},
+                                           {"op": "quant", "us": 0.1 + 0.2, "tflops": 7.0, "kernel": "c"}],
+           "runs": [], "notes": ["x", "y"]}
+    text = record_text(doc)
+    assert json.loads(text) == doc and json.loads(text)["rows"][1]["us"] == 0.1 + 0.2
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and ' "notes": ["x", "y"]' in lines
+    assert [line for line in lines if '"op"' in line] == ['  {"op":"gemm","us":1.25,"tflops":null,"kernel":"a b"},',
+                                                        '  {"op":"quant","us":0.30000000000000004,"tflops":7.0,'
+                                                        '"kernel":"c"}']
+    committed = sorted(glob.glob("hardware/*/*.json"))
+    assert committed
+    for path in committed:
+        with open(path) as f:
+            assert f.read() == record_text(json.load(open(path))), path

@@ -18,10 +18,10 @@ ROOFLINE_SHARE, ROOFLINE_MAX_M = 0.75, 128
 
 
 def write_json(doc: Dict, path: Path) -> None:
-    from gen.fsutil import write_atomic
+    from gen.fsutil import record_text, write_atomic
 
     validate_record(doc)
-    write_atomic(path, (json.dumps(doc, indent=1) + "\n").encode())
+    write_atomic(path, record_text(doc).encode())
 
 
 def _gemm_index(rows: List[Dict]) -> Dict[Tuple[int, int, int], Dict[str, Dict]]:
