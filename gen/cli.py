@@ -434,7 +434,6 @@ def cmd_probe_build(args) -> int:
 
 
 def cmd_probe_run(args) -> int:
-    import json
     from pathlib import Path
 
     from gen.fsutil import record_text, write_atomic

@@ -1,7 +1,6 @@
 """The bench's outputs: the JSON record, a Markdown ratio table, a PNG."""
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
