@@ -446,6 +446,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # block mode: the weight scales ride in each stage (cp.async by the
     # producer) instead of being loaded from L2 by the math warps (name: _ws)
     ws_stage: bool = False
+    # with ws_stage: the producer bulk-copies each block's weight scales (the
+    # 16 aligned bytes holding them) and every math lane reads them, instead
+    # of cp.async and lane 0 reading for its warp (name: _wsb; one temporary,
+    # K a multiple of 512; wgmma_gemm::BulkWeightScales)
+    ws_bulk: bool = False
     # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
     # two temporaries: the K loop built once per split point, so that the
     # promotion takes compile-time scales instead of a select per 8 columns
@@ -485,7 +490,8 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early)
+                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
+                    ws_bulk=self.ws_bulk)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -509,7 +515,7 @@ class W8A8WgmmaSpec(KernelSpec):
         fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
-        ws = "_ws" if self.ws_stage else ""
+        ws = "_wsb" if self.ws_bulk else "_ws" if self.ws_stage else ""
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
@@ -552,6 +558,8 @@ class W8A8WgmmaSpec(KernelSpec):
                  "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
         if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
+        if self.ws_bulk:  # 16-byte weight-scale rows: K / 128 a multiple of 4
+            found.update(k_multiple=4 * BLOCK_K)
         if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
             found.update(min_k=self.cluster_k * BLOCK_K, cluster_k=self.cluster_k)
         return found
@@ -620,6 +628,9 @@ class W8A8WgmmaSpec(KernelSpec):
                                "(bm 128, no K split)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
+        if self.ws_bulk and (not self.ws_stage or self.temps != 1 or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: ws_bulk bulk-copies the weight scales of ws_stage into one-temporary, "
+                               "one-block stages (ws_stage, temps 1, stage_blocks 1)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

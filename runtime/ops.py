@@ -155,7 +155,10 @@ def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int 
     for e in found:
         if e.name == instance:
             if N and not fits_shape(e, N, K):
-                if "min_k" in e.constraints:
+                if K % e.constraints.get("k_multiple", 1):
+                    raise ValidationError(f"{e.name} bulk-copies 16-byte weight-scale rows and needs K a multiple "
+                                          f"of {e.constraints['k_multiple']}; this call has K={K}")
+                if "min_k" in e.constraints and K < e.constraints["min_k"]:
                     raise ValidationError(f"{e.name} splits K over a cluster and needs K >= "
                                           f"{e.constraints['min_k']}; this call has K={K}")
                 raise ValidationError(f"{e.name} is built for N={e.constraints['fixed_n']}, "

@@ -375,3 +375,52 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
         torch.cuda.synchronize()
     assert y.canaries_intact()
     assert torch.equal(y.view, exact), f"{d.instance}: rt.linear and the exact-rows call differ"
+
+
+# each _wsb twin and the instance it differs from only in where the weight
+# scales are read (the same FFMAs in the same order: the same bits)
+BULK_WS = [(n, n.replace("_wsb", "")) for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
+
+
+def test_bulk_weight_scale_twins_exist():
+    assert BULK_WS and all(base in SPECS for _, base in BULK_WS), BULK_WS
+
+
+@pytest.mark.parametrize("twin,base", BULK_WS, ids=[t for t, _ in BULK_WS])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (300, 7168, 2048), (1000, 24576, 1536), (4096, 2112, 512)])
+def test_bulk_weight_scales_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """A tile that reads its weight scales from the stage, bulk-copied there
+    (every lane reading), gives the bits of its twin that loads them from
+    L2, early weights or not. N = 2112 leaves a last tile column whose
+    second scale row is clamped to the last (a 256-wide tile past N)."""
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+    a_s_mn = torch.zeros((K // 128, -(-M // 4) * 4), device="cuda")
+    rt.scale_mn_major(a_s, a_s_mn)
+    outs = [Guarded((M, N), torch.bfloat16, float("nan")) for _ in range(3)]
+    for out, name, early in zip(outs, (base, twin, twin), (False, False, True)):
+        _run(rt, "w8a8_wgmma", name, a_q, a_s_mn, w_q, w_s, out.view, split_ws, early_weights=early)
+    torch.cuda.synchronize()
+    assert all(o.canaries_intact() for o in outs)
+    A, W = dequant_act(a_q, a_s), dequant_weight(w_q, w_s)
+    ok, detail = gemm_error_ok(outs[1].view, A @ W.T, A.abs() @ W.abs().T, acc_bits=QGMMA_ACC_BITS)
+    assert ok, detail
+    assert torch.equal(outs[0].view, outs[1].view) and torch.equal(outs[1].view, outs[2].view)
+
+
+def test_bulk_weight_scales_refuse_a_misaligned_scale_pointer(rt, gen):
+    """The bulk copies read 16-byte aligned scale rows: the host shim refuses
+    weight scales that do not start on 16 bytes (a view one float in)."""
+    import runtime
+
+    twin = BULK_WS[0][0]
+    M, N, K = 256, 4096, 1536
+    w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
+    shifted = torch.empty(w_s.numel() + 1, device="cuda")[1:].view(w_s.shape)
+    shifted.copy_(w_s)
+    a_q, a_s = quantize_act(with_outliers((M, K), gen).to(torch.bfloat16))
+    a_s_mn = torch.zeros((K // 128, M), device="cuda")
+    rt.scale_mn_major(a_s, a_s_mn)
+    out = torch.empty((M, N), dtype=torch.bfloat16, device="cuda")
+    with pytest.raises((runtime.LaunchError, runtime.ValidationError), match="cannot implement|align"):
+        rt.w8a8_wgmma(a_q, a_s_mn, w_q, shifted, out, instance=twin)

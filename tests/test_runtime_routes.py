@@ -381,3 +381,28 @@ def test_decisions_are_remembered_and_match_the_rule(fake):
     with env.override(w8a16_only=True):
         assert not rt.decide(64, 4096, 7168, workspace=wide).w8a8
     assert rt.decide(64, 4096, 7168, workspace=wide).instance == SPLIT
+
+
+def test_bulk_weight_scales_need_k_a_multiple_of_512(fake):
+    """An instance that bulk-copies its weight scales (_wsb) reads 16-byte
+    rows of K / 128 floats: the tile rule and the table never give it K that
+    is not a multiple of 512, and naming it for such K is a ValidationError."""
+    from runtime.dispatch import fits_shape
+
+    rt, launches = fake
+    wsb = next(e for es in rt.entries.values() for e in es if e.params.get("ws_bulk"))
+    assert wsb.constraints["k_multiple"] == 512
+    assert fits_shape(wsb, 4096, 7168) and not fits_shape(wsb, 4096, 7168 - 128)
+    m, n = 256, 4096
+    for k, ok in ((1536, True), (1536 + 128, False)):
+        a, s, w, ws_, out = (arr((m, k), "e4m3"), arr((k // 128, m), "f32"), arr((n, k), "e4m3"),
+                             arr((-(-n // 128), k // 128), "f32"), arr((m, n), "bf16"))
+        if ok:
+            rt.w8a8_wgmma(a, s, w, ws_, out, instance=wsb.name)
+            assert launches[-1][1] == wsb.name
+        else:
+            with pytest.raises(runtime.ValidationError, match="multiple of 512"):
+                rt.w8a8_wgmma(a, s, w, ws_, out, instance=wsb.name)
+        # without a name the tile rule picks among the instances that fit
+        rt.w8a8_wgmma(a, s, w, ws_, out)
+        assert ok or "_wsb" not in launches[-1][1]

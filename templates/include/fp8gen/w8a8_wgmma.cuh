@@ -156,6 +156,23 @@ struct RowBoxEpilogue {
   static constexpr bool value = false;
 };
 
+// Weight scales in the stage by the copy engine (needs WS_STAGE, one
+// temporary, one block per stage): the producer bulk-copies the 16 aligned
+// bytes holding the block's scale of each weight-scale row the tile spans,
+// and every math lane reads its scale from the stage. With WS_STAGE's
+// cp.async, every lane reading was 0.983x the time of the 128x256 _x4 _n2
+// tile but compute-sanitizer's racecheck flagged the other lanes' reads
+// against the next cp.async (it does not count the __syncwarp before lane
+// 0's release), and lane 0 reading for the warp took 1.020x. Copy-engine
+// writes are ordered the way the activation scales' are, which every lane
+// reads. The host shim asks for 16-byte aligned scale rows (K / 128 a
+// multiple of 4, a 16-byte aligned pointer). A trait for the same reason
+// as RowBoxEpilogue (the shim reads it too).
+template <class C>
+struct BulkWeightScales {
+  static constexpr bool value = false;
+};
+
 // K blocks per pipeline stage (a trait for the same reason as
 // RowBoxEpilogue). With more than one, each stage is one 3-D box of A, one
 // of W and one of A's scales spanning KB blocks (the host shim encodes the
@@ -626,6 +643,20 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     else
       ptx::mbar_arrive_expect_tx(full(s), C::KB * p.stage_tx);
   };
+  // BulkWeightScales: stage s's 16-byte chunks holding block kb's weight
+  // scales (one per scale row the tile spans; the shim checked that rows
+  // and pointer are 16-byte aligned), counted in the shim's stage_tx.
+  constexpr bool kBulkWs = BulkWeightScales<C>::value;
+  static_assert(!kBulkWs || (C::WS_STAGE && C::KB == 1 && C::TEMPS == 1 && C::SA_BYTES % 16 == 0 &&
+                             C::SA_BYTES + 32 <= C::SA_STRIDE),
+                "bulk weight scales: in the stage (WS_STAGE), one block per stage, one temporary");
+  auto copy_wscales = [&](int s, int kb, const float* lo, const float* hi) {
+    if constexpr (!kProbeNoCopies) {
+      const uint32_t ws = sa_base + s * C::SA_STRIDE + C::SA_BYTES;
+      ptx::bulk_load(ws, lo + (kb & ~3), 16, full(s));
+      if constexpr (C::MAY_STRADDLE) ptx::bulk_load(ws + 16, hi + (kb & ~3), 16, full(s));
+    }
+  };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -637,7 +668,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
                 (kb_end - kb_begin + C::KB - 1) / C::KB);
     for (int s = 0; s < early; ++s) {
       const int kb = kb_begin + s * C::KB;
-      if constexpr (C::WS_STAGE) {
+      if constexpr (C::WS_STAGE && !kBulkWs) {
         const uint32_t ws = sa_base + s * C::SA_STRIDE + C::SA_BYTES;
         ptx::cp_async_4(ws, ws_lo + kb);
         if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
@@ -645,6 +676,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       announce(s);  // A's bytes, copied after the wait, count too
       copy_weight(s, kb, tn);
+      if constexpr (kBulkWs) copy_wscales(s, kb, ws_lo, ws_hi);
     }
   }
   trace.mark(2);
@@ -670,13 +702,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           if (weight_sent) {
             --early;
           } else {
-            if constexpr (C::WS_STAGE) {  // before the arrive below, which may be the phase's last
+            if constexpr (C::WS_STAGE && !kBulkWs) {  // before the arrive below, which may be the phase's last
               const uint32_t ws = sa_base + stage * C::SA_STRIDE + C::SA_BYTES;
               ptx::cp_async_4(ws, ws_lo + kb);
               if constexpr (C::MAY_STRADDLE) ptx::cp_async_4(ws + 4, ws_hi + kb);
               ptx::cp_async_mbar_arrive(full(stage));
             }
             announce(stage);
+            if constexpr (kBulkWs) copy_wscales(stage, kb, ws_lo, ws_hi);
           }
           if constexpr (kProbeNoCopies)
             (void)tm;
@@ -811,7 +844,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const float* sa = C::KB == 1 ? sa_smem + s * (C::SA_STRIDE / 4) : sa_smem + s * (C::SA_STRIDE / 4) + j * sa_slab;
         sa0 = sa[row];
         sa1 = sa[row + 8];
-        if constexpr (C::WS_STAGE) {
+        if constexpr (C::WS_STAGE && !kBulkWs) {
           // (behind the BM activation scales) Lane 0 reads them and the
           // warp takes them by shuffle: lane 0 is the lane that frees the
           // stage for the producer's next cp.async, so every read of the
@@ -1071,6 +1104,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi);
           if constexpr (!C::WS_STAGE)
             if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
+          if constexpr (kBulkWs)
+            if (ch == 0) {  // every lane (the stage is full: issue waited)
+              const float* ws = sa_smem + s * (C::SA_STRIDE / 4) + C::BM;
+              wsc_lo = ws[kb & 3];
+              wsc_hi = C::MAY_STRADDLE ? ws[4 + (kb & 3)] : wsc_lo;
+            }
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
@@ -1430,6 +1469,9 @@ struct Shim {
     if (K / kBlockK < C::CLUSTER_K) return kCannotImplement;  // every rank of a cluster split takes a K block
     if ((C::FIXED_N && N != C::FIXED_N) || (C::FIXED_K && K != C::FIXED_K)) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
+    // bulk-copied weight scales: 16-byte aligned rows of K / 128 floats
+    if (BulkWeightScales<C>::value && ((K / kBlockK) % 4 || reinterpret_cast<uintptr_t>(sfw) % 16))
+      return kCannotImplement;
     if (!encoder()) return kNoDriver;
     Params p;
     std::memset(&p, 0, sizeof(p));
@@ -1472,7 +1514,8 @@ struct Shim {
     p.K = K;
     p.tiles_m = (M + C::BM - 1) / C::BM;
     p.tiles_n = (N + C::BN - 1) / C::BN;
-    p.stage_tx = uint32_t(C::CLUSTER_N * box_rows * kBlockK + C::W_BYTES + (C::BLOCK_SCALES ? sa_tokens * 4 : 0));
+    p.stage_tx = uint32_t(C::CLUSTER_N * box_rows * kBlockK + C::W_BYTES + (C::BLOCK_SCALES ? sa_tokens * 4 : 0) +
+                          (BulkWeightScales<C>::value ? (C::MAY_STRADDLE ? 32 : 16) : 0));
     const long tiles = long(p.tiles_m) * p.tiles_n;
     Split plan;
     if (!split_at(M, N, K, sm_count, plan)) return kCannotImplement;
