@@ -446,10 +446,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # block mode: the weight scales ride in each stage (cp.async by the
     # producer) instead of being loaded from L2 by the math warps (name: _ws)
     ws_stage: bool = False
-    # with ws_stage: the producer bulk-copies each block's weight scales (the
-    # 16 aligned bytes holding them) and every math lane reads them, instead
-    # of cp.async and lane 0 reading for its warp (name: _wsb; one temporary,
-    # K a multiple of 512; wgmma_gemm::BulkWeightScales)
+    # with ws_stage: the producer copies each block's weight scales by TMA
+    # (a map over them: rows of K / 128 floats, so K a multiple of 512) and
+    # every math lane reads them, instead of cp.async and lane 0 reading for
+    # its warp (name: _wsb; wgmma_gemm::BulkWeightScales)
     ws_bulk: bool = False
     # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
     # two temporaries: the K loop built once per split point, so that the
@@ -558,7 +558,7 @@ class W8A8WgmmaSpec(KernelSpec):
                  "tile_m": self.bm, "tile_n": self.bn, "k_slices": self.kslices}
         if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
-        if self.ws_bulk:  # 16-byte weight-scale rows: K / 128 a multiple of 4
+        if self.ws_bulk:  # the weight scales' map: rows of K / 128 floats, 16-byte multiples
             found.update(k_multiple=4 * BLOCK_K)
         if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
             found.update(min_k=self.cluster_k * BLOCK_K, cluster_k=self.cluster_k)
@@ -628,9 +628,9 @@ class W8A8WgmmaSpec(KernelSpec):
                                "(bm 128, no K split)")
         if self.ws_stage and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: ws_stage moves block weight scales: block-scaled family only")
-        if self.ws_bulk and (not self.ws_stage or self.temps != 1 or self.stage_blocks != 1):
-            raise CatalogError(f"{self.name}: ws_bulk bulk-copies the weight scales of ws_stage into one-temporary, "
-                               "one-block stages (ws_stage, temps 1, stage_blocks 1)")
+        if self.ws_bulk and (not self.ws_stage or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: ws_bulk copies the weight scales of ws_stage by TMA into one-block "
+                               "stages (ws_stage, stage_blocks 1)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -65,8 +65,9 @@ def tile_cols(e: KernelEntry) -> int:
 def fits_shape(e: KernelEntry, n: int, k: int) -> bool:
     """Whether the instance runs an (n, k) projection: a shape-specialized one
     (N and K fixed at compile time) only its own; a cluster K split only K of
-    at least one 128-K block per CTA (`min_k`); one with bulk-copied weight
-    scales only K that is a multiple of its `k_multiple` (512); the others any."""
+    at least one 128-K block per CTA (`min_k`); one that copies its weight
+    scales by TMA only K that is a multiple of its `k_multiple` (512); the
+    others any."""
     fixed = e.constraints.get("fixed_n"), e.constraints.get("fixed_k")
     return ((fixed == (None, None) or fixed == (n, k)) and k >= e.constraints.get("min_k", 0)
             and k % e.constraints.get("k_multiple", 1) == 0)

@@ -156,8 +156,9 @@ def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int 
         if e.name == instance:
             if N and not fits_shape(e, N, K):
                 if K % e.constraints.get("k_multiple", 1):
-                    raise ValidationError(f"{e.name} bulk-copies 16-byte weight-scale rows and needs K a multiple "
-                                          f"of {e.constraints['k_multiple']}; this call has K={K}")
+                    raise ValidationError(f"{e.name} copies its weight scales by TMA (rows of K / 128 floats, "
+                                          f"16-byte multiples) and needs K a multiple of "
+                                          f"{e.constraints['k_multiple']}; this call has K={K}")
                 if "min_k" in e.constraints and K < e.constraints["min_k"]:
                     raise ValidationError(f"{e.name} splits K over a cluster and needs K >= "
                                           f"{e.constraints['min_k']}; this call has K={K}")

@@ -393,9 +393,9 @@ def test_specialize_builds_each_listed_shape_with_n_and_k_fixed(monkeypatch):
 
 
 def test_bulk_weight_scales_are_checked_and_named():
-    """ws_bulk (the weight scales bulk-copied into the stage, _wsb) needs
-    ws_stage, one temporary and one block per stage, and asks the runtime
-    for K a multiple of 512 (16-byte weight-scale rows)."""
+    """ws_bulk (the weight scales copied into the stage by TMA, _wsb) needs
+    ws_stage and one block per stage, and asks the runtime for K a multiple
+    of 512 (the scales' map has rows of K / 128 floats, 16-byte multiples)."""
     hw = load_hardware("sm_90a")
     base = dict(bm=128, bn=256, stages=3, n_chunks=2, walk_m=True)
     ok = W8A8WgmmaSpec(arch="sm_90a", ws_stage=True, ws_bulk=True, **base)
@@ -404,6 +404,6 @@ def test_bulk_weight_scales_are_checked_and_named():
     twin = W8A8WgmmaSpec(arch="sm_90a", ws_stage=True, **base)
     assert twin.name.endswith("_n2_ws_sm90a") and twin.constraints()["k_multiple"] == 128
     assert ok.dynamic_smem == twin.dynamic_smem and ok.config_args() == twin.config_args()
-    for bad in (dict(base, ws_bulk=True), dict(bm=128, bn=128, stages=5, temps=2, ws_stage=True, ws_bulk=True)):
+    for bad in (dict(base, ws_bulk=True), dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4, ws_bulk=True)):
         with pytest.raises(CatalogError, match="ws_bulk"):
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)

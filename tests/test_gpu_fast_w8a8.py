@@ -377,9 +377,11 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
     assert torch.equal(y.view, exact), f"{d.instance}: rt.linear and the exact-rows call differ"
 
 
-# each _wsb twin and the instance it differs from only in where the weight
-# scales are read (the same FFMAs in the same order: the same bits)
-BULK_WS = [(n, n.replace("_wsb", "")) for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
+# each _wsb twin and the instance it differs from only in how the weight
+# scales reach the promotion (its _ws twin, else the one loading them from
+# L2): the same FFMAs in the same order, so the same bits
+BULK_WS = [(n, n.replace("_wsb", "_ws") if n.replace("_wsb", "_ws") in SPECS else n.replace("_wsb", ""))
+           for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
 
 
 def test_bulk_weight_scale_twins_exist():
@@ -389,8 +391,8 @@ def test_bulk_weight_scale_twins_exist():
 @pytest.mark.parametrize("twin,base", BULK_WS, ids=[t for t, _ in BULK_WS])
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (300, 7168, 2048), (1000, 24576, 1536), (4096, 2112, 512)])
 def test_bulk_weight_scales_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
-    """A tile that reads its weight scales from the stage, bulk-copied there
-    (every lane reading), gives the bits of its twin that loads them from
+    """A tile that reads its weight scales from the stage, copied there by
+    TMA (every lane reading), gives the bits of its twin that loads them from
     L2, early weights or not. N = 2112 leaves a last tile column whose
     second scale row is clamped to the last (a 256-wide tile past N)."""
     w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=gen) * 0.02)
@@ -409,8 +411,9 @@ def test_bulk_weight_scales_give_the_base_bits(rt, gen, split_ws, twin, base, M,
 
 
 def test_bulk_weight_scales_refuse_a_misaligned_scale_pointer(rt, gen):
-    """The bulk copies read 16-byte aligned scale rows: the host shim refuses
-    weight scales that do not start on 16 bytes (a view one float in)."""
+    """The weight scales' tensor map needs a 16-byte aligned base: the host
+    shim refuses weight scales that do not start on 16 bytes (a view one
+    float in)."""
     import runtime
 
     twin = BULK_WS[0][0]

@@ -384,9 +384,10 @@ def test_decisions_are_remembered_and_match_the_rule(fake):
 
 
 def test_bulk_weight_scales_need_k_a_multiple_of_512(fake):
-    """An instance that bulk-copies its weight scales (_wsb) reads 16-byte
-    rows of K / 128 floats: the tile rule and the table never give it K that
-    is not a multiple of 512, and naming it for such K is a ValidationError."""
+    """An instance that copies its weight scales by TMA (_wsb) maps them as
+    rows of K / 128 floats, which TMA needs in 16-byte multiples: the tile
+    rule and the table never give it K that is not a multiple of 512, and
+    naming it for such K is a ValidationError."""
     from runtime.dispatch import fits_shape
 
     rt, launches = fake

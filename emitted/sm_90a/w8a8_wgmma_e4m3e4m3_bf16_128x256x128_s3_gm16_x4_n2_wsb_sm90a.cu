@@ -6,7 +6,7 @@
 namespace wg = fp8gen::wgmma_gemm;
 using Config = wg::Config<128, 256, 3, 16, 1, wg::kScaleBlock, 1, 4, 2,
                           1, 1, 0, 0, 0, 1, true, true>;
-// The weight scales bulk-copied into the stage, read by every lane.
+// The weight scales copied into the stage by TMA, read by every lane.
 template <> struct wg::BulkWeightScales<Config> { static constexpr bool value = true; };
 static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
 static_assert(Config::SMEM_BYTES == 216000, "gen and the header disagree on shared memory");
@@ -25,7 +25,7 @@ struct wg::Wgmma<128> {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_wsb_sm90a(const __grid_constant__ wg::Params params) {
+extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_wsb_sm90a(const __grid_constant__ wg::ParamsWs params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }

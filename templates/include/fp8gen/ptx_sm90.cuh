@@ -35,15 +35,6 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }
 
-// `bytes` (a multiple of 16) from a 16-byte aligned global address into
-// shared memory by the copy engine (a non-tensor bulk copy), completing
-// their transactions on the barrier at `bar` like a tensor box.
-__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
 // Ties this thread's cp.asyncs so far to the barrier's current phase: its
 // pending count is raised now and lowered when they have landed, so the
 // phase cannot complete before them (call it before the phase's last

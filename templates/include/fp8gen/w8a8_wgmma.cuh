@@ -20,6 +20,7 @@
 #ifdef FP8GEN_HOST_SHIM
 #include <dlfcn.h>
 #include <cstring>
+#include <type_traits>
 #else
 #include "fp8gen/ptx_sm90.cuh"
 #endif
@@ -143,6 +144,12 @@ struct Params {
   uint32_t flags;
 };
 
+// Params of an instance with BulkWeightScales: the weight scales' map too,
+// box 4 K blocks x the scale rows a tile spans.
+struct ParamsWs : Params {
+  CUtensorMap tma_ws;
+};
+
 // A tile whose width is not a multiple of 64 (136, 80) stages its bf16
 // output for a TMA store as one unswizzled box of BN columns per 64 rows,
 // instead of storing each thread's column pairs straight to global memory.
@@ -156,18 +163,19 @@ struct RowBoxEpilogue {
   static constexpr bool value = false;
 };
 
-// Weight scales in the stage by the copy engine (needs WS_STAGE, one
-// temporary, one block per stage): the producer bulk-copies the 16 aligned
-// bytes holding the block's scale of each weight-scale row the tile spans,
-// and every math lane reads its scale from the stage. With WS_STAGE's
-// cp.async, every lane reading was 0.983x the time of the 128x256 _x4 _n2
-// tile but compute-sanitizer's racecheck flagged the other lanes' reads
-// against the next cp.async (it does not count the __syncwarp before lane
-// 0's release), and lane 0 reading for the warp took 1.020x. Copy-engine
-// writes are ordered the way the activation scales' are, which every lane
-// reads. The host shim asks for 16-byte aligned scale rows (K / 128 a
-// multiple of 4, a 16-byte aligned pointer). A trait for the same reason
-// as RowBoxEpilogue (the shim reads it too).
+// Weight scales in the stage by TMA (needs WS_STAGE and one block per
+// stage): the producer copies a box of the weight scales, 4 K blocks from
+// the stage's block on x the scale rows the tile spans (1 or 2; rows past
+// the last are zeros), through its own tensor map (ParamsWs), and every math
+// lane reads its scales from the stage. With WS_STAGE's cp.async, every lane
+// reading was 0.983x the time of the 128x256 _x4 _n2 tile, but compute-
+// sanitizer's racecheck flagged the other lanes' reads against the next
+// cp.async (it does not count the __syncwarp before lane 0's release), so
+// lane 0 reads for its warp there (1.020x). The copy engine's tensor copies
+// are released like the activation scales', which every lane reads. (A
+// non-tensor bulk copy, cp.async.bulk, was flagged like cp.async.) The map's
+// rows are K / 128 floats: a multiple of 16 bytes, so K a multiple of 512.
+// A trait for the same reason as RowBoxEpilogue (the shim reads it too).
 template <class C>
 struct BulkWeightScales {
   static constexpr bool value = false;
@@ -600,6 +608,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     ptx::prefetch_tensormap(&p.tma_w);
     if constexpr (C::BLOCK_SCALES) ptx::prefetch_tensormap(&p.tma_sa);
     if constexpr (C::TMA_STORE) ptx::prefetch_tensormap(&p.tma_out);
+    if constexpr (BulkWeightScales<C>::value) ptx::prefetch_tensormap(&static_cast<const ParamsWs&>(p).tma_ws);
   }
   // With PDL this CTA often starts about 1 us before the kernel ahead of it
   // has finished (when that kernel's CTA leaves this SM) while DRAM idles.
@@ -643,19 +652,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     else
       ptx::mbar_arrive_expect_tx(full(s), C::KB * p.stage_tx);
   };
-  // BulkWeightScales: stage s's 16-byte chunks holding block kb's weight
-  // scales (one per scale row the tile spans; the shim checked that rows
-  // and pointer are 16-byte aligned), counted in the shim's stage_tx.
+  // BulkWeightScales: stage s's box of the weight scales at block kb of
+  // column tile tn (its bytes are in the shim's stage_tx).
   constexpr bool kBulkWs = BulkWeightScales<C>::value;
-  static_assert(!kBulkWs || (C::WS_STAGE && C::KB == 1 && C::TEMPS == 1 && C::SA_BYTES % 16 == 0 &&
-                             C::SA_BYTES + 32 <= C::SA_STRIDE),
-                "bulk weight scales: in the stage (WS_STAGE), one block per stage, one temporary");
-  auto copy_wscales = [&](int s, int kb, const float* lo, const float* hi) {
-    if constexpr (!kProbeNoCopies) {
-      const uint32_t ws = sa_base + s * C::SA_STRIDE + C::SA_BYTES;
-      ptx::bulk_load(ws, lo + (kb & ~3), 16, full(s));
-      if constexpr (C::MAY_STRADDLE) ptx::bulk_load(ws + 16, hi + (kb & ~3), 16, full(s));
-    }
+  static_assert(!kBulkWs || (C::WS_STAGE && C::KB == 1 && C::SA_BYTES % 128 == 0 && C::SA_BYTES + 32 <= C::SA_STRIDE),
+                "TMA weight scales: in the stage (WS_STAGE), one block per stage");
+  auto copy_wscales = [&](int s, int kb, int tn) {
+    if constexpr (!kProbeNoCopies)
+      ptx::tma_load_2d(sa_base + s * C::SA_STRIDE + C::SA_BYTES, &static_cast<const ParamsWs&>(p).tma_ws, full(s), kb,
+                       tn * C::BN / 128);
   };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
@@ -676,7 +681,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       }
       announce(s);  // A's bytes, copied after the wait, count too
       copy_weight(s, kb, tn);
-      if constexpr (kBulkWs) copy_wscales(s, kb, ws_lo, ws_hi);
+      if constexpr (kBulkWs) copy_wscales(s, kb, tn);
     }
   }
   trace.mark(2);
@@ -709,7 +714,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
               ptx::cp_async_mbar_arrive(full(stage));
             }
             announce(stage);
-            if constexpr (kBulkWs) copy_wscales(stage, kb, ws_lo, ws_hi);
+            if constexpr (kBulkWs) copy_wscales(stage, kb, tn);
           }
           if constexpr (kProbeNoCopies)
             (void)tm;
@@ -844,7 +849,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const float* sa = C::KB == 1 ? sa_smem + s * (C::SA_STRIDE / 4) : sa_smem + s * (C::SA_STRIDE / 4) + j * sa_slab;
         sa0 = sa[row];
         sa1 = sa[row + 8];
-        if constexpr (C::WS_STAGE && !kBulkWs) {
+        if constexpr (kBulkWs) {
+          // (behind the BM activation scales: the box's first row, then its
+          // second 16 bytes on) every lane reads them (BulkWeightScales)
+          w_lo = sa[C::BM];
+          w_hi = C::MAY_STRADDLE ? sa[C::BM + 4] : w_lo;
+        } else if constexpr (C::WS_STAGE) {
           // (behind the BM activation scales) Lane 0 reads them and the
           // warp takes them by shuffle: lane 0 is the lane that frees the
           // stage for the producer's next cp.async, so every read of the
@@ -1104,12 +1114,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi);
           if constexpr (!C::WS_STAGE)
             if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
-          if constexpr (kBulkWs)
-            if (ch == 0) {  // every lane (the stage is full: issue waited)
-              const float* ws = sa_smem + s * (C::SA_STRIDE / 4) + C::BM;
-              wsc_lo = ws[kb & 3];
-              wsc_hi = C::MAY_STRADDLE ? ws[4 + (kb & 3)] : wsc_lo;
-            }
 #pragma unroll
           for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
           ptx::wgmma_wait<0>();
@@ -1394,6 +1398,8 @@ struct Shim {
   enum Status : int {
     kOk = 0, kCannotImplement = 1, kBufferTooSmall = 2, kNoDriver = 4, kEncodeFailed = 5, kNeedWorkspace = 6
   };
+  // the kernel's parameter block (with BulkWeightScales, the scales' map too)
+  using P = typename std::conditional<BulkWeightScales<C>::value, ParamsWs, Params>::type;
 
   // Split K: which tiles a call cuts and into how many slices (1..SLICES,
   // at most one per K block). The tiles fill whole waves of the SMs
@@ -1444,7 +1450,7 @@ struct Shim {
     return true;
   }
 
-  static size_t params_size() { return sizeof(Params); }
+  static size_t params_size() { return sizeof(P); }
 
   // Params::flags of a prepared buffer (kEarlyWeights; 0 clears them).
   static void set_flags(void* params, unsigned flags) { static_cast<Params*>(params)->flags = flags; }
@@ -1463,17 +1469,17 @@ struct Shim {
                      const float* sfw, void* d, int M, int N, int K, int a_rows, int sm_count, unsigned* grid,
                      int* counters = nullptr, size_t counter_slots = 0, float* partials = nullptr,
                      size_t partial_bytes = 0) {
-    if (cap < sizeof(Params)) return kBufferTooSmall;
+    if (cap < sizeof(P)) return kBufferTooSmall;
     if (M < 1 || N < 1 || K < kBlockK || K % kBlockK || N % 8 || sm_count < 1 || a_rows < M)
       return kCannotImplement;
     if (K / kBlockK < C::CLUSTER_K) return kCannotImplement;  // every rank of a cluster split takes a K block
     if ((C::FIXED_N && N != C::FIXED_N) || (C::FIXED_K && K != C::FIXED_K)) return kCannotImplement;
     if (C::BLOCK_SCALES && (ld_sfa < M || ld_sfa % 4)) return kCannotImplement;
-    // bulk-copied weight scales: 16-byte aligned rows of K / 128 floats
+    // TMA weight scales: rows of K / 128 floats, 16-byte aligned
     if (BulkWeightScales<C>::value && ((K / kBlockK) % 4 || reinterpret_cast<uintptr_t>(sfw) % 16))
       return kCannotImplement;
     if (!encoder()) return kNoDriver;
-    Params p;
+    P p;
     std::memset(&p, 0, sizeof(p));
     const int kblocks = K / kBlockK;
     // Rows past the map's extent are filled with zeros by the copy engine,
@@ -1506,6 +1512,11 @@ struct Shim {
                                     C::ROW_BOX ? C::BN : 64, 64,
                                     C::ROW_BOX ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
+    if constexpr (BulkWeightScales<C>::value) {  // 4 K blocks x the scale rows a tile spans
+      if (!encode_2d(&p.tma_ws, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfw, kblocks, (N + 127) / 128, uint64_t(kblocks) * 4,
+                     4, C::MAY_STRADDLE ? 2 : 1, CU_TENSOR_MAP_SWIZZLE_NONE))
+        return kEncodeFailed;
+    }
     p.w_scale = sfw;
     p.a_scale = sfa;
     p.out = static_cast<__nv_bfloat16*>(d);
