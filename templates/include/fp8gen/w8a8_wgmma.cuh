@@ -652,15 +652,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     else
       ptx::mbar_arrive_expect_tx(full(s), C::KB * p.stage_tx);
   };
-  // BulkWeightScales: stage s's box of the weight scales at block kb of
-  // column tile tn (its bytes are in the shim's stage_tx).
+  // BulkWeightScales: stage s's box of the weight scales holding block kb's
+  // of column tile tn (its bytes are in the shim's stage_tx). The box starts
+  // at a multiple of 4 blocks: a tensor copy's first global address must be
+  // 16-byte aligned (the H200 raised an illegal instruction otherwise).
   constexpr bool kBulkWs = BulkWeightScales<C>::value;
   static_assert(!kBulkWs || (C::WS_STAGE && C::KB == 1 && C::SA_BYTES % 128 == 0 && C::SA_BYTES + 32 <= C::SA_STRIDE),
                 "TMA weight scales: in the stage (WS_STAGE), one block per stage");
   auto copy_wscales = [&](int s, int kb, int tn) {
     if constexpr (!kProbeNoCopies)
-      ptx::tma_load_2d(sa_base + s * C::SA_STRIDE + C::SA_BYTES, &static_cast<const ParamsWs&>(p).tma_ws, full(s), kb,
-                       tn * C::BN / 128);
+      ptx::tma_load_2d(sa_base + s * C::SA_STRIDE + C::SA_BYTES, &static_cast<const ParamsWs&>(p).tma_ws, full(s),
+                       kb & ~3, tn * C::BN / 128);
   };
   int early = 0;  // stages of the first unit whose weight side is in flight
   if (kEarly && (p.flags & kEarlyWeights) && threadIdx.x == C::MATH_WG * 128 && first_unit < units) {
@@ -825,7 +827,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // last chunk is retired. (With WS_STAGE it also reads the stage's weight
     // scales into w_lo, w_hi; otherwise it leaves them to w_scales.)
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
-                     float& w_hi) {
+                     float& w_hi, int kb = 0) {
       if (c == 0 && j == 0) {
         ptx::mbar_wait(full(s), ph);
         trace.mark_once(4);
@@ -851,9 +853,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         sa1 = sa[row + 8];
         if constexpr (kBulkWs) {
           // (behind the BM activation scales: the box's first row, then its
-          // second 16 bytes on) every lane reads them (BulkWeightScales)
-          w_lo = sa[C::BM];
-          w_hi = C::MAY_STRADDLE ? sa[C::BM + 4] : w_lo;
+          // second 16 bytes on; block kb at kb mod 4) every lane reads them
+          // (BulkWeightScales; kb is the block's K index)
+          w_lo = sa[C::BM + (kb & 3)];
+          w_hi = C::MAY_STRADDLE ? sa[C::BM + 4 + (kb & 3)] : w_lo;
         } else if constexpr (C::WS_STAGE) {
           // (behind the BM activation scales) Lane 0 reads them and the
           // warp takes them by shuffle: lane 0 is the lane that frees the
@@ -1056,12 +1059,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;                                            \
   int is = stage;                                                                              \
   uint32_t iph = phase;                                                                        \
-  issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi);                                             \
+  issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi, kb_begin);                                   \
   if (CA == LAST) advance(is, iph);                                                            \
   if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
   for (int j = 0;; j += 2) {                                                                   \
     if (j + 1 < steps) {                                                                       \
-      issue(is, iph, 0, CB, tb, b0, b1, wb_lo, wb_hi);                                         \
+      issue(is, iph, 0, CB, tb, b0, b1, wb_lo, wb_hi, kb_begin + (j + 1) / C::CHUNKS);         \
       advance(is, iph);                                                                        \
       if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 1) / C::CHUNKS, wb_lo, wb_hi);      \
       ptx::wgmma_wait<1>();                                                                    \
@@ -1074,7 +1077,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       break;                                                                                   \
     }                                                                                          \
     if (j + 2 < steps) {                                                                       \
-      issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi);                                         \
+      issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi, kb_begin + (j + 2) / C::CHUNKS);         \
       if (CA == LAST) advance(is, iph);                                                        \
       if constexpr (!C::WS_STAGE) w_scales(kb_begin + (j + 2) / C::CHUNKS, wa_lo, wa_hi);      \
       ptx::wgmma_wait<1>();                                                                    \
@@ -1111,7 +1114,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
         for (int ch = 0; ch < C::CHUNKS; ++ch) {
           float t[TACC], sa0, sa1;
-          issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi);
+          issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);
           if constexpr (!C::WS_STAGE)
             if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
 #pragma unroll
