@@ -444,7 +444,8 @@ class W8A8WgmmaSpec(KernelSpec):
     # N in groups of group_n columns (name: _gm<group_n>)
     walk_m: bool = False
     # block mode: the weight scales ride in each stage (cp.async by the
-    # producer) instead of being loaded from L2 by the math warps (name: _ws)
+    # producer, or by TMA with ws_bulk) instead of being loaded from L2 by
+    # the math warps (name: _ws)
     ws_stage: bool = False
     # with ws_stage: the producer copies each block's weight scales by TMA
     # (a map over them: rows of K / 128 floats, so K a multiple of 512) and
@@ -559,7 +560,7 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.fixed_n:  # runs only this projection shape (runtime/dispatch.py fits_shape)
             found.update(fixed_n=self.fixed_n, fixed_k=self.fixed_k)
         if self.ws_bulk:  # the weight scales' map: rows of K / 128 floats, 16-byte multiples
-            found.update(k_multiple=4 * BLOCK_K)
+            found.update(scale_k_multiple=4 * BLOCK_K)
         if self.cluster_k > 1:  # each CTA of the cluster takes at least one K block
             found.update(min_k=self.cluster_k * BLOCK_K, cluster_k=self.cluster_k)
         return found

@@ -66,11 +66,11 @@ def fits_shape(e: KernelEntry, n: int, k: int) -> bool:
     """Whether the instance runs an (n, k) projection: a shape-specialized one
     (N and K fixed at compile time) only its own; a cluster K split only K of
     at least one 128-K block per CTA (`min_k`); one that copies its weight
-    scales by TMA only K that is a multiple of its `k_multiple` (512); the
-    others any."""
+    scales by TMA (_wsb) only K that is a multiple of its `scale_k_multiple`
+    (512); the others any (K a multiple of 128, as every call checks)."""
     fixed = e.constraints.get("fixed_n"), e.constraints.get("fixed_k")
     return ((fixed == (None, None) or fixed == (n, k)) and k >= e.constraints.get("min_k", 0)
-            and k % e.constraints.get("k_multiple", 1) == 0)
+            and k % e.constraints.get("scale_k_multiple", 1) == 0)
 
 
 def pick_tile(candidates: Sequence[KernelEntry], m: int) -> KernelEntry:

@@ -155,10 +155,10 @@ def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int 
     for e in found:
         if e.name == instance:
             if N and not fits_shape(e, N, K):
-                if K % e.constraints.get("k_multiple", 1):
+                if K % e.constraints.get("scale_k_multiple", 1):
                     raise ValidationError(f"{e.name} copies its weight scales by TMA (rows of K / 128 floats, "
                                           f"16-byte multiples) and needs K a multiple of "
-                                          f"{e.constraints['k_multiple']}; this call has K={K}")
+                                          f"{e.constraints['scale_k_multiple']}; this call has K={K}")
                 if "min_k" in e.constraints and K < e.constraints["min_k"]:
                     raise ValidationError(f"{e.name} splits K over a cluster and needs K >= "
                                           f"{e.constraints['min_k']}; this call has K={K}")

@@ -400,10 +400,12 @@ def test_bulk_weight_scales_are_checked_and_named():
     base = dict(bm=128, bn=256, stages=3, n_chunks=2, walk_m=True)
     ok = W8A8WgmmaSpec(arch="sm_90a", ws_stage=True, ws_bulk=True, **base)
     ok.check(hw)
-    assert ok.name.endswith("_s3_gm16_n2_wsb_sm90a") and ok.constraints()["k_multiple"] == 4 * 128
+    assert ok.name.endswith("_s3_gm16_n2_wsb_sm90a") and ok.constraints()["scale_k_multiple"] == 4 * 128
+    assert ok.constraints()["k_multiple"] == 128
     twin = W8A8WgmmaSpec(arch="sm_90a", ws_stage=True, **base)
-    assert twin.name.endswith("_n2_ws_sm90a") and twin.constraints()["k_multiple"] == 128
+    assert twin.name.endswith("_n2_ws_sm90a") and "scale_k_multiple" not in twin.constraints()
     assert ok.dynamic_smem == twin.dynamic_smem and ok.config_args() == twin.config_args()
-    for bad in (dict(base, ws_bulk=True), dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4, ws_bulk=True)):
+    for bad in (dict(base, ws_bulk=True),
+                dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4, ws_stage=True, ws_bulk=True)):
         with pytest.raises(CatalogError, match="ws_bulk"):
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)

@@ -192,10 +192,16 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0 or e.params.get("row_box", False)), e.name
         # ws_stage: the producer's cp.async of the weight scales, tied to the
         # stage's barrier; without it the math warps load them from L2
-        # (ws_bulk: by TMA, through the scales' own map)
+        # (ws_bulk: by TMA, through the scales' own map: one tensor copy more
+        # than its twin without it)
         ws = e.params.get("ws_stage", False)
         bulk = e.params.get("ws_bulk", False)
         assert ("LDGSTS" in text and "ARRIVES.LDGSTSBAR" in text) == (ws and not bulk), f"{e.name}: weight-scale copy"
+        if bulk:
+            twin = next(n for n in (e.name.replace("_wsb", "_ws"), e.name.replace("_wsb", ""))
+                        if (sm90a_built / f"{n}.cubin").is_file())
+            assert text.count("UTMALDG") > sass(sm90a_built / f"{twin}.cubin").count("UTMALDG"), \
+                f"{e.name}: no tensor copy of the weight scales beside {twin}'s"
         if e.family == "w8a8_wgmma" and not ws:
             assert "LDG.E.CONSTANT" in text, f"{e.name}: no weight-scale load"
         if e.params.get("cluster_k", 1) > 1:
@@ -266,9 +272,10 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
                 assert early and all(re.search(r"\b(UTMALDG|LDGSTS)\b", x) for x in early), \
                     f"{e.name}: before the grid dependency wait: {early}"
                 assert any("UTMALDG" in x for x in early), f"{e.name}: no early weight copy"
-                # (with ws_bulk the weight scales by TMA too)
+                # (with ws_bulk the weight scales by TMA too: a second tensor copy)
                 bulk = bool(e.params.get("ws_bulk"))
                 assert any("LDGSTS" in x for x in early) == (bool(e.params.get("ws_stage")) and not bulk), e.name
+                assert sum("UTMALDG" in x for x in early) >= 1 + bulk, f"{e.name}: early copies {early}"
             else:  # the cluster K split and the pairs with ws_stage never read early
                 assert not early, f"{e.name}: {early[0]} before the grid dependency wait"
             # and it lets the next call launch once its copies are issued

@@ -172,8 +172,9 @@ struct RowBoxEpilogue {
 // sanitizer's racecheck flagged the other lanes' reads against the next
 // cp.async (it does not count the __syncwarp before lane 0's release), so
 // lane 0 reads for its warp there (1.020x). The copy engine's tensor copies
-// are released like the activation scales', which every lane reads. (A
-// non-tensor bulk copy, cp.async.bulk, was flagged like cp.async.) The map's
+// are released like the activation scales', which every lane reads. ("Bulk":
+// cp.async.bulk.tensor. A non-tensor bulk copy, cp.async.bulk, was flagged
+// like cp.async.) The map's
 // rows are K / 128 floats: a multiple of 16 bytes, so K a multiple of 512.
 // A trait for the same reason as RowBoxEpilogue (the shim reads it too).
 template <class C>
@@ -654,8 +655,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   };
   // BulkWeightScales: stage s's box of the weight scales holding block kb's
   // of column tile tn (its bytes are in the shim's stage_tx). The box starts
-  // at a multiple of 4 blocks: a tensor copy's first global address must be
-  // 16-byte aligned (the H200 raised an illegal instruction otherwise).
+  // at a multiple of 4 blocks, a 16-byte aligned global address: on the H200
+  // a box starting at block kb itself raised an illegal instruction at the
+  // copy (observed; the driver's encode had accepted the map).
   constexpr bool kBulkWs = BulkWeightScales<C>::value;
   static_assert(!kBulkWs || (C::WS_STAGE && C::KB == 1 && C::SA_BYTES % 128 == 0 && C::SA_BYTES + 32 <= C::SA_STRIDE),
                 "TMA weight scales: in the stage (WS_STAGE), one block per stage");
@@ -700,7 +702,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         int tile, slice, tm, tn, kb_begin, kb_end;
         work(unit, tile, slice, kb_begin, kb_end);
         coords(tile, tm, tn);
-        const float *ws_lo, *ws_hi;  // (WS_STAGE)
+        const float *ws_lo, *ws_hi;  // (WS_STAGE's cp.async form; unused with BulkWeightScales)
         w_scale_rows(tn, ws_lo, ws_hi);
         for (int kb = kb_begin; kb < kb_end; kb += C::KB) {
           ptx::mbar_wait(empty(stage), phase ^ 1);
