@@ -174,8 +174,8 @@ struct RowBoxEpilogue {
 // lane 0 reads for its warp there (1.020x). The copy engine's tensor copies
 // are released like the activation scales', which every lane reads. ("Bulk":
 // cp.async.bulk.tensor. A non-tensor bulk copy, cp.async.bulk, was flagged
-// like cp.async.) The map's
-// rows are K / 128 floats: a multiple of 16 bytes, so K a multiple of 512.
+// like cp.async.) The map's rows are K / 128 floats: a multiple of 16
+// bytes, so K a multiple of 512.
 // A trait for the same reason as RowBoxEpilogue (the shim reads it too).
 template <class C>
 struct BulkWeightScales {
