@@ -827,9 +827,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // and that block's activation scales (read while the MMAs run). Chunk 0
     // of block 0 waits for the stage; it stays full until its last block's
     // last chunk is retired. (With WS_STAGE it also reads the stage's weight
-    // scales into w_lo, w_hi; otherwise it leaves them to w_scales.)
+    // scales into w_lo, w_hi; otherwise it leaves them to w_scales. kb is the
+    // block's K index, where BulkWeightScales finds its scale in the box.)
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
-                     float& w_hi, int kb = 0) {
+                     float& w_hi, int kb) {
       if (c == 0 && j == 0) {
         ptx::mbar_wait(full(s), ph);
         trace.mark_once(4);
@@ -959,7 +960,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           uint32_t ph;
 #define FP8GEN_SB_ISSUE(I, T, U)                                \
   at(I, s, ph, j, kb);                                          \
-  issue(s, ph, j, 0, T, sa0[U], sa1[U], wlo[U], whi[U]);        \
+  issue(s, ph, j, 0, T, sa0[U], sa1[U], wlo[U], whi[U], kb);    \
   w_scales(kb, wlo[U], whi[U]);
 #define FP8GEN_SB_RETIRE(I, T, U)                                                        \
   at(I, s, ph, j, kb);                                                                   \
@@ -1005,12 +1006,12 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         int s, j, kb;
         uint32_t ph;
         at(0, s, ph, j, kb);
-        issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi);
+        issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi, kb);
         w_scales(kb, wa_lo, wa_hi);
         for (int i = 0;; i += 2) {
           if (i + 1 < steps) {
             at(i + 1, s, ph, j, kb);
-            issue(s, ph, j, 0, tb, b0, b1, wb_lo, wb_hi);
+            issue(s, ph, j, 0, tb, b0, b1, wb_lo, wb_hi, kb);
             w_scales(kb, wb_lo, wb_hi);
             ptx::wgmma_wait<1>();
             at(i, s, ph, j, kb);
@@ -1023,7 +1024,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           }
           if (i + 2 < steps) {
             at(i + 2, s, ph, j, kb);
-            issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi);
+            issue(s, ph, j, 0, ta, a0, a1, wa_lo, wa_hi, kb);
             w_scales(kb, wa_lo, wa_hi);
             ptx::wgmma_wait<1>();
             at(i + 1, s, ph, j, kb);
