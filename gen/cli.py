@@ -225,10 +225,12 @@ def _instance_parts(text, all_instances: bool) -> tuple:
 
 
 def cmd_bench(args) -> int:
+    from gen.bench.arms import OPTIONAL_PEERS
+
     families = ALL_ARMS if not args.families else tuple(f.strip() for f in args.families.split(","))
-    unknown = set(families) - set(ALL_ARMS)
+    unknown = set(families) - set(ALL_ARMS) - set(OPTIONAL_PEERS)
     if unknown:
-        raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS)}")
+        raise SystemExit(f"unknown --families {sorted(unknown)}; choose from {', '.join(ALL_ARMS + OPTIONAL_PEERS)}")
     return _run_bench(args, families=families, out=args.out, all_instances=args.all_instances)
 
 
@@ -599,7 +601,9 @@ def parser() -> argparse.ArgumentParser:
                                     "published rows from HARDWARE.toml [published]). Exits 1 if any arm was "
                                     "wrong.")
     _measure_args(be)
-    be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)})")
+    be.add_argument("--families", help=f"comma-separated arms to time (default all: {', '.join(ALL_ARMS)}); "
+                                       "also deepgemm, DeepGEMM's own block-scaled GEMM, timed only where named "
+                                       "(it needs DeepGEMM's deep_gemm package, which fp8gen does not install)")
     be.add_argument("--out", default="bench.json", help="JSON record path (default bench.json)")
     be.add_argument("--all-instances", action="store_true",
                     help="time every built instance of each GEMM family, not only the one the runtime dispatches to")

@@ -154,6 +154,59 @@ def test_summary_counts_the_targets():
     assert "Met at 1 of 2 rows." in text  # the row the record lacks is left out
 
 
+def test_summary_sets_the_fast_path_against_deepgemm_timed_in_the_run():
+    from gen.bench.report import summary
+
+    def dg(N, K, M, us, tflops):
+        return _row(impl="deepgemm", kernel="deep_gemm.fp8_gemm_nt 1D2D", N=N, K=K, M=M, us=us, tflops=tflops,
+                    roofline_tflops=1000.0)
+
+    # fast path times: 0.5 us (M=64) and 1.0101 us (M=4096); DeepGEMM 0.75 and 0.9 us: 1.5x and 0.891x
+    rows = _point(2112, 7168, 64, 300.0, 150.0) + _point(2112, 7168, 4096, 990.0, 1000.0) \
+        + [dg(2112, 7168, 64, 0.75, 200.0), dg(2112, 7168, 4096, 0.9, 1111.0)]
+    text = summary({"rows": rows}, {"deepgemm": [[64, 2112, 7168, 206], [4096, 2112, 7168, 1127]]})
+    assert "Fast path against deepgemm timed in this run: geometric mean 1.156x over 2 points, 0.891-1.500x" in text
+    assert "1 below 1.0: 2112×7168 M=4096 0.891" in text
+    # the published rows gain the figure timed here
+    assert "| 64 | 2112×7168 | 300 | 206 | met | 200 |" in text
+    assert "| 4096 | 2112×7168 | 990 | 1127 | short by 12.2% | 1111 |" in text
+    # the published table's DeepGEMM-cuBLASLt geomean is unaffected: 2.0 and 0.99
+    assert "geometric mean 1.407x over 2 points" in text
+    # without the arm, neither the line nor the column
+    plain = summary({"rows": rows[:4]}, {"deepgemm": [[64, 2112, 7168, 206]]})
+    assert "timed in this run" not in plain and "| 64 | 2112×7168 | 300 | 206 | met |" in plain
+
+
+def test_gen_bench_takes_the_deepgemm_arm_only_by_name(tmp_path, monkeypatch):
+    """deepgemm is not among the default arms (fp8gen does not install it);
+    named, it reaches the run, where a machine without deep_gemm stops with a
+    message that says what is missing."""
+    import builtins
+
+    import gen.bench.run
+    from gen.bench.arms import load_deep_gemm
+    from gen.cli import ALL_ARMS, main
+
+    assert "deepgemm" not in ALL_ARMS
+    seen = {}
+    monkeypatch.setattr(gen.bench.run, "bench", lambda **kw: seen.update(kw) or 0)
+    out = str(tmp_path / "b.json")
+    assert main(["bench", "--families", "w8a8_wgmma,cublaslt_block,deepgemm", "--out", out, "--git-sha", "x"]) == 0
+    assert seen["families"] == ["w8a8_wgmma", "cublaslt_block", "deepgemm"]
+    with pytest.raises(SystemExit, match="deepgem"):
+        main(["bench", "--families", "deepgem", "--out", out, "--git-sha", "x"])
+    real_import = builtins.__import__
+
+    def no_deep_gemm(name, *args, **kwargs):
+        if name == "deep_gemm":
+            raise ImportError("No module named 'deep_gemm'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_deep_gemm)
+    with pytest.raises(SystemExit, match=r"needs its Python package \(deep_gemm\)"):
+        load_deep_gemm(pdl=True)
+
+
 def test_summary_lists_points_below_the_baseline():
     from gen.bench.report import summary
 

@@ -14,6 +14,13 @@ from runtime.dispatch import fits_shape
 from gen.bench.timing import rotation, time_us
 
 QUANT_ARMS = ("quant_group", "quant_token", "quant_tensor", "scale_mn_major")
+# Peers timed only where --families names them: libraries that fp8gen does
+# not depend on and that the README does not install (gen bench's default,
+# every arm, leaves them out).
+OPTIONAL_PEERS = ("deepgemm",)
+# DeepGEMM's block-scaled GEMM as its own API calls it on sm_90: per-token
+# 1x128 activation scales, 128x128 weight scales, both FP32 (no UE8M0 cast)
+DEEPGEMM_RECIPE = (1, 128, 128)
 WEIGHT_ARMS = ("nvfp4_to_fp8", "fp8_dequant")
 
 # The order of a point's arm timings (arm_order; a record's "arm_order"):
@@ -65,8 +72,31 @@ class Context:
     arm_order: str = "fp8gen first"
     points: int = 0
 
+    # DeepGEMM's Python package, where the deepgemm arm is timed (load_deep_gemm)
+    deep_gemm: object = None
+
     def want(self, impl: str) -> bool:
         return impl in self.families
+
+
+def load_deep_gemm(pdl: bool):
+    """DeepGEMM's package for the deepgemm arm, its launches set to PDL as
+    fp8gen's are in the same run (so that neither side alone overlaps the
+    call before it). DeepGEMM is a peer measured, not a dependency: without
+    it the arm cannot run and the run stops before timing anything."""
+    try:
+        import deep_gemm
+    except ImportError as e:
+        raise SystemExit("--families deepgemm times DeepGEMM's own kernels, which needs its Python package "
+                         f"(deep_gemm) on this machine: {e}")
+    deep_gemm.set_pdl(bool(pdl))
+    return deep_gemm
+
+
+def deep_gemm_fields(module) -> dict:
+    """What a record says about the DeepGEMM it timed."""
+    return {"version": str(getattr(module, "__version__", "unknown")), "pdl": bool(module.get_pdl()),
+            "recipe": list(DEEPGEMM_RECIPE)}
 
 
 def device_context(torch, arch: str, *, seed: int, families, **fields) -> Context:
@@ -300,6 +330,17 @@ def gemm_point(ctx: Context, shape: ShapeInputs, M: int) -> None:
 
         steps.append((True, lambda: _peer(ctx, "cublaslt_block", M, N, K, lambda: run(
             "cublaslt_block", "torch._scaled_mm VEC128x BLK128x128", scaled_mm, ref_w8a8))))
+    if ctx.want("deepgemm"):
+        dg = ctx.deep_gemm
+
+        def deepgemm(a, w, o):
+            # (a_s_mn: [M, K/128] with the token index contiguous and rows
+            # 16-byte aligned, the layout DeepGEMM takes without a transpose)
+            dg.fp8_gemm_nt((a["a_fp8"], a["a_s_mn"]), (w["w_fp8"], w["w_s"]), o, recipe=DEEPGEMM_RECIPE,
+                           disable_ue8m0_cast=True)
+
+        steps.append((True, lambda: _peer(ctx, "deepgemm", M, N, K, lambda: run(
+            "deepgemm", "deep_gemm.fp8_gemm_nt 1D2D", deepgemm, ref_w8a8))))
     if ctx.want("w8a8_tensor") or ctx.want("cublaslt_tensor"):
         # per-tensor arms on the same per-tensor inputs (GEMM only: the
         # quantization is the caller's in both)

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 ANCHOR_SHAPES: List[Tuple[int, int]] = [(17408, 5120), (5120, 17408), (2112, 7168), (24576, 1536),
                                         (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
 ANCHOR_MS: List[int] = [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
-PEERS = ("cublaslt_block", "cublaslt_tensor", "cublaslt_row", "torch_bf16", "copy")
+PEERS = ("cublaslt_block", "cublaslt_tensor", "cublaslt_row", "torch_bf16", "copy", "deepgemm")
 
 ROW_FIELDS = ("op", "impl", "kernel", "M", "N", "K", "us", "tflops", "tbps", "roofline_tflops")
 RECORD_FIELDS = ("gpu", "arch", "date", "git_sha", "nvcc", "driver", "rows")

@@ -121,10 +121,14 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
         lines.append(f"At M <= {ROOFLINE_MAX_M}: {len(roof_hits)} of {roof_points} points at >= "
                      f"{ROOFLINE_SHARE:.0%} of the memory roofline" + (": " + "; ".join(roof_hits) if roof_hits
                                                                           else "") + ".")
+    lines += _measured_peer(index, MEASURED_DEEPGEMM)
     rows = [r for r in (published or {}).get("deepgemm", []) if (r[1], r[2], r[0]) in index]
     if rows:
+        here = any(MEASURED_DEEPGEMM in index[(N, K, M)] for M, N, K, _ in rows)
         lines += ["", f"DeepGEMM's published figures ({published.get('deepgemm_note', 'published')}), "
-                      f"TFLOP/s:", "", "| M | N×K | fast path | DeepGEMM | |", "|---|---|---|---|---|"]
+                      f"TFLOP/s" + (", and DeepGEMM's kernels timed in this run" if here else "") + ":", "",
+                  "| M | N×K | fast path | DeepGEMM | |" + (" DeepGEMM here |" if here else ""),
+                  "|---|---|---|---|---|" + ("---|" if here else "")]
         met = 0
         for M, N, K, theirs in rows:
             fast = _fastest(index[(N, K, M)], FAST_ARMS)
@@ -133,9 +137,32 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
             ok = fast["tflops"] >= theirs
             met += ok
             verdict = "met" if ok else f"short by {1 - fast['tflops'] / theirs:.1%}"
-            lines.append(f"| {M} | {N}×{K} | {fast['tflops']:.0f} | {theirs:g} | {verdict} |")
+            mine = index[(N, K, M)].get(MEASURED_DEEPGEMM)
+            extra = (f" {mine['tflops']:.0f} |" if mine else " — |") if here else ""
+            lines.append(f"| {M} | {N}×{K} | {fast['tflops']:.0f} | {theirs:g} | {verdict} |{extra}")
         lines.append(f"\nMet at {met} of {len(rows)} rows.")
     return "\n".join(lines) + "\n"
+
+
+# DeepGEMM's kernels timed in the run itself (gen bench --families ...,deepgemm)
+MEASURED_DEEPGEMM = "deepgemm"
+
+
+def _measured_peer(index: Dict[Tuple[int, int, int], Dict[str, Dict]], peer: str) -> List[str]:
+    """The fast path against a peer timed in the same run, where the record
+    has one: the geometric mean of the speed ratio and the points below 1.0."""
+    ratios, below = [], []
+    for (N, K, M), point in sorted(index.items()):
+        fast, theirs = _fastest(point, FAST_ARMS), point.get(peer)
+        if fast and theirs:
+            ratios.append(theirs["us"] / fast["us"])
+            if ratios[-1] < 1.0:
+                below.append(f"{N}×{K} M={M} {ratios[-1]:.3f}")
+    if not ratios:
+        return []
+    return [f"Fast path against {peer} timed in this run: geometric mean {geomean(ratios):.3f}x over "
+            f"{len(ratios)} points, {min(ratios):.3f}-{max(ratios):.3f}x; {len(below)} below 1.0"
+            + (": " + "; ".join(below) if below else "") + "."]
 
 
 def plot(doc: Dict, path: Path) -> Optional[str]:

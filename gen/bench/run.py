@@ -71,6 +71,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
                               timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None,
                               arm_order=arm_order)
     rt = ctx.rt
+    if "deepgemm" in families:  # (before any timing: a machine without it stops here)
+        ctx.deep_gemm = arms.load_deep_gemm(pdl=not knobs().no_pdl)
     unmatched = arms.unmatched_parts(only, [e.name for f in families for e in rt.entries.get(f, [])])
     if unmatched:
         raise SystemExit(f"--instances: no built instance of the timed families contains {', '.join(unmatched)}")
@@ -119,6 +121,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # the manifest's order
            **({"instance_order": "shuffled per point"} if all_instances else {}),
            "rows": [r.__dict__ for r in ctx.rows]}
+    if ctx.deep_gemm is not None:  # the peer's version and how it launched
+        doc["deepgemm"] = arms.deep_gemm_fields(ctx.deep_gemm)
     if only:  # a partial all-instance record: gen tune takes it only beside full ones
         doc["only_instances"] = list(only)
     report.write_json(doc, out)
