@@ -453,7 +453,7 @@ class W8A8WgmmaSpec(KernelSpec):
     # its warp (name: _wsb; wgmma_gemm::BulkWeightScales)
     ws_bulk: bool = False
     # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
-    # two temporaries: the K loop built once per split point, so that the
+    # one or two temporaries: the K loop built once per split point, so that the
     # promotion takes compile-time scales instead of a select per 8 columns
     # (name: _sp; the rendered source specializes wgmma_gemm::SplitPaths)
     split_paths: bool = False
@@ -612,9 +612,11 @@ class W8A8WgmmaSpec(KernelSpec):
         if not -1 <= self.early <= self.stages:
             raise CatalogError(f"{self.name}: early is -1 (the header's rule) or 0..stages W boxes copied before "
                                f"the grid-dependency wait; got {self.early}")
-        if self.split_paths and (self.scale_mode != "kScaleBlock" or 128 % self.bn == 0 or self.temps != 2):
-            raise CatalogError(f"{self.name}: split_paths specializes the two-temporary block-scaled promotion of "
-                               f"tiles that straddle weight-scale blocks (128 % bn != 0, temps = 2)")
+        if self.split_paths and (self.scale_mode != "kScaleBlock" or 128 % self.bn == 0 or self.temps not in (1, 2)
+                                 or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: split_paths specializes the one- or two-temporary block-scaled "
+                               f"promotion of tiles that straddle weight-scale blocks (128 % bn != 0, temps 1 or 2, "
+                               f"one-block stages)")
         if self.stmatrix and self.bn % 64:
             raise CatalogError(f"{self.name}: stmatrix stages the TMA-store epilogue's tile (bn a multiple of 64)")
         if self.row_box and (self.bn % 64 == 0 or (self.bn % 16 != 8 and self.bn % 32 != 16) or self.out_boxes

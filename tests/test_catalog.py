@@ -215,6 +215,28 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
             W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
 
 
+def test_split_paths_take_one_or_two_temporaries_on_straddling_widths():
+    """split_paths (_sp) builds the block-scaled promotion once per split
+    point of a tile that straddles weight-scale blocks: with two
+    temporaries, or with one (DeepGEMM's shape of loop, twenty-ninth
+    session); never on widths that divide 128, with four temporaries or
+    multi-block stages; the trait is specialized in the rendered source only."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    t1 = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=160, stages=6, split_paths=True)
+    t1.check(hw)
+    assert t1.name.endswith("128x160x128_s6_g16_sp_sm90a")
+    trait = "template <> struct wg::SplitPaths<Config> { static constexpr bool value = true; };"
+    assert trait in render(t1) and "SplitPaths" not in render(W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=160, stages=6))
+    W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=144, stages=6, split_paths=True).check(hw)
+    W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=136, stages=5, temps=2, split_paths=True).check(hw)
+    for bad in (dict(bm=128, bn=128, stages=5), dict(bm=64, bn=48, stages=4, temps=4, stage_blocks=2),
+                dict(bm=64, bn=48, stages=4, temps=2, stage_blocks=2)):
+        with pytest.raises(CatalogError, match="split_paths|stage_blocks"):
+            W8A8WgmmaSpec(arch="sm_90a", split_paths=True, **bad).check(hw)
+
+
 def test_multi_block_stages_are_named_sized_rendered_and_checked():
     """stage_blocks (_sb<n>) keeps the base's Config and specializes
     StageBlocks before Config is first used (the host shim reads it to

@@ -419,7 +419,7 @@ struct ProbeTrace {  // compiles to nothing in every other build
 // compare and two selects per group per block: on the H200 the 128x112
 // tile's math warps issued 194 instructions per K block against 133 for
 // 128x128). An instance whose rendered source specializes SplitPaths to
-// true builds its two-temporary K loop once per split point instead (the
+// true builds its one- or two-temporary K loop once per split point instead (the
 // 8-column groups before the next scale block), and each tile takes its
 // path once, so the promotion multiplies by scales fixed at compile time.
 // (A trait rather than a Config parameter: a new Config parameter renames
@@ -768,8 +768,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   constexpr int NACC = C::BN / 2;      // the total's registers per thread
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   constexpr bool kSplitPaths = SplitPaths<C>::value;
-  static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS == 2),
-                "split paths: block scales, a straddling tile width, two temporaries");
+  static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS <= 2 && C::KB == 1),
+                "split paths: block scales, a straddling tile width, one or two temporaries, one-block stages");
   // split points are multiples of gcd(BN, 128) columns
   constexpr int kSplitStep = ((C::BN & -C::BN) < 128 ? (C::BN & -C::BN) : 128) / 8;
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -1104,32 +1104,40 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #undef FP8GEN_WGMMA_T2_LOOP
     } else {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
-      // warpgroups overlap each other's promotion.
-      float wsc_lo, wsc_hi;
-      if constexpr (!C::WS_STAGE) w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);
-      for (int kb = kb_begin; kb < kb_end; ++kb) {
-        // every warpgroup walks every stage (the ring's order), using its own
-        const int s = stage;
-        const uint32_t ph = phase;
-        advance(stage, phase);
-        if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;
-        float next_lo, next_hi;
-#pragma unroll
-        for (int ch = 0; ch < C::CHUNKS; ++ch) {
-          float t[TACC], sa0, sa1;
-          issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);
-          if constexpr (!C::WS_STAGE)
-            if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);
-#pragma unroll
-          for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
-          ptx::wgmma_wait<0>();
-          retire(SplitAt<-1>{}, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);
-        }
-        if constexpr (!C::WS_STAGE) {
-          wsc_lo = next_lo;
-          wsc_hi = next_hi;
-        }
+      // warpgroups overlap each other's promotion. A macro for the reason
+      // the two-temporary loop is one: split-paths instances build it once
+      // per split point in a generic lambda, the others keep it inline.
+#define FP8GEN_WGMMA_T1_LOOP(SPLIT)                                                            \
+  float wsc_lo, wsc_hi;                                                                        \
+  if constexpr (!C::WS_STAGE) w_scales(min(kb_begin + k_lane, kb_end - 1), wsc_lo, wsc_hi);    \
+  for (int kb = kb_begin; kb < kb_end; ++kb) {                                                 \
+    /* every warpgroup walks every stage (the ring's order), using its own */                  \
+    const int s = stage;                                                                       \
+    const uint32_t ph = phase;                                                                 \
+    advance(stage, phase);                                                                     \
+    if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;                                   \
+    float next_lo, next_hi;                                                                    \
+    _Pragma("unroll") for (int ch = 0; ch < C::CHUNKS; ++ch) {                                 \
+      float t[TACC], sa0, sa1;                                                                 \
+      issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);                                    \
+      if constexpr (!C::WS_STAGE)                                                              \
+        if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);              \
+      _Pragma("unroll") for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);               \
+      ptx::wgmma_wait<0>();                                                                    \
+      retire(SPLIT, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);                                 \
+    }                                                                                          \
+    if constexpr (!C::WS_STAGE) {                                                              \
+      wsc_lo = next_lo;                                                                        \
+      wsc_hi = next_hi;                                                                        \
+    }                                                                                          \
+  }
+      if constexpr (kSplitPaths) {
+        const int lo = min((boundary - n0) / 8, C::BN / 8);
+        with_split<kSplitStep, C::BN / 8, kSplitStep>(lo, [&](auto split) { FP8GEN_WGMMA_T1_LOOP(split) });
+      } else {
+        FP8GEN_WGMMA_T1_LOOP(SplitAt<-1>{})
       }
+#undef FP8GEN_WGMMA_T1_LOOP
     }
 
     trace.mark_once(5);
