@@ -1116,7 +1116,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     const uint32_t ph = phase;                                                                 \
     advance(stage, phase);                                                                     \
     if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;                                   \
-    float next_lo, next_hi;                                                                    \
+    [[maybe_unused]] float next_lo, next_hi; /* (unused with WS_STAGE) */                     \
     _Pragma("unroll") for (int ch = 0; ch < C::CHUNKS; ++ch) {                                 \
       float t[TACC], sa0, sa1;                                                                 \
       issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);                                    \
