@@ -527,8 +527,13 @@ class W8A8WgmmaSpec(KernelSpec):
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}")
 
     @property
+    def waves(self) -> int:
+        """128-row waves of a 256-row tile (wgmma_gemm::Config::WAVES)."""
+        return 2 if self.bm == 256 else 1
+
+    @property
     def math_warpgroups(self) -> int:
-        return self.bm // 64 * self.ksplit
+        return self.bm // 64 // self.waves * self.ksplit
 
     @property
     def threads(self) -> int:
@@ -569,8 +574,16 @@ class W8A8WgmmaSpec(KernelSpec):
         super().check(hw)
         if not (hw.features.get("wgmma") and hw.features.get("tma")):
             raise CatalogError(f"{self.name}: needs wgmma and TMA (sm_90a); {hw.arch} has neither")
-        if self.bm not in (64, 128):
-            raise CatalogError(f"{self.name}: bm must be 64 or 128 (one math warpgroup per 64 rows)")
+        if self.bm not in (64, 128, 256):
+            raise CatalogError(f"{self.name}: bm must be 64 or 128 (one math warpgroup per 64 rows), or 256 (two "
+                               "waves of 128 rows)")
+        if self.bm == 256 and (self.temps != 1 or self.n_chunks != 1 or self.ksplit != 1 or self.cluster_k != 1
+                               or self.stage_blocks != 1 or self.scale_mode != "kScaleBlock"
+                               or (self.bn % 64 and not self.row_box) or self.ordered):
+            # wgmma_gemm::Config::WAVES
+            raise CatalogError(f"{self.name}: a 256-row tile runs its two waves through one temporary: temps 1, one "
+                               "column chunk, no K split inside the CTA or cluster, one-block stages, block scales, "
+                               "a TMA-store epilogue (bn % 64 == 0 or a row box), no ordered issue")
         if self.bn % 8 or not 8 <= self.bn <= 256:
             raise CatalogError(f"{self.name}: bn must be a multiple of 8 in 8..256 (wgmma's N)")
         low = self.bn & -self.bn
@@ -641,7 +654,7 @@ class W8A8WgmmaSpec(KernelSpec):
         # a math thread holds bn/2 total + (bn / n_chunks)/2 per temporary;
         # two math warpgroups past 192 take the wide budget (240 each, 36 left
         # for the rest; wgmma_gemm::Config::WIDE_REGS)
-        acc_regs = self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
+        acc_regs = self.waves * self.bn // 2 + self.temps * self.bn // self.n_chunks // 2
         reserve = 40
         if self.math_warpgroups == 2 and acc_regs > 192:
             math_regs, reserve = 240, 36

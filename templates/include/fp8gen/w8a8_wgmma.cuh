@@ -237,7 +237,13 @@ struct Config {
   // Each math warpgroup owns 64 rows (wgmma's M). With KSPLIT > 1 (small M:
   // shorter serial K chains), KSPLIT warpgroups share one 64-row tile and
   // take its K blocks in turn; their sums meet in shared memory at the end.
-  static constexpr int ROW_WG = BM / 64;
+  // A 256-row tile is two waves of 128 rows: each of the two warpgroups owns
+  // 64 rows of each wave (rows r and 128 + r) and runs the waves' MMA groups
+  // one after the other into its one temporary, so that a stage's W box
+  // feeds twice the rows (half the L2 bytes per MMA of a 128-row tile of the
+  // same width) while the total stays at 2 x BN / 2 registers.
+  static constexpr int WAVES = BM == 256 ? 2 : 1;
+  static constexpr int ROW_WG = BM / 64 / WAVES;
   static constexpr int MATH_WG = ROW_WG * KSPLIT;
   static constexpr int THREADS = 128 * (MATH_WG + 1);
   static constexpr int A_BYTES = BM * kBlockK;
@@ -271,7 +277,7 @@ struct Config {
   static_assert(!ROW_BOX || ((BN % 16 == 8 || BN % 32 == 16) && OUT_BOXES_ == 0),
                 "a row box: a width whose staging stores conflict at most 2-way (BN % 16 == 8 or BN % 32 == 16), "
                 "staged whole");
-  static constexpr int OUT_BYTES = ROW_WG * OUT_BOXES * OUT_BOX_BYTES;
+  static constexpr int OUT_BYTES = ROW_WG * WAVES * OUT_BOXES * OUT_BOX_BYTES;
   // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
   static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
   // A stages, W stages (each 1024-aligned for the swizzle), the epilogue
@@ -289,7 +295,7 @@ struct Config {
                                     2 * STAGES * 8 + FLAG_BYTES + XBAR_BYTES + 1024;
   // Register budgets after reallocation: the sum over warps fits 64K.
   // A math thread's total and temporaries (FP32 registers).
-  static constexpr int ACC_REGS = BN / 2 + TEMPS * CHUNK_N / 2;
+  static constexpr int ACC_REGS = WAVES * BN / 2 + TEMPS * CHUNK_N / 2;
   // Two math warpgroups whose total and temporaries pass 192 registers (a
   // 136-wide tile with two temporaries: 204) take 240 each and leave the
   // producer 24. The three warpgroups share what the CTA was launched with,
@@ -306,7 +312,11 @@ struct Config {
   // A tile may straddle two 128-row weight-scale blocks unless BN divides 128.
   static constexpr bool MAY_STRADDLE = (128 % BN) != 0;
 
-  static_assert(BM == 64 || BM == 128, "one or two math warpgroups of 64 rows");
+  static_assert(BM == 64 || BM == 128 || BM == 256, "one or two math warpgroups of 64 rows (two waves of 128 rows)");
+  static_assert(WAVES == 1 || (TEMPS == 1 && CHUNKS == 1 && KSPLIT == 1 && CLUSTER_K == 1 && KB == 1 &&
+                               SCALE_MODE == kScaleBlock && TMA_STORE),
+                "a 256-row tile: one temporary, one column chunk, no K split inside the CTA or cluster, "
+                "one-block stages, block scales, a TMA-store epilogue");
   static_assert(KSPLIT == 1 || (BM == 64 && (KSPLIT == 2 || KSPLIT == 4)), "K split: 2 or 4 warpgroups, BM 64");
   // A K-split warpgroup waits on a stage's "full" barrier only for its own
   // blocks. If STAGES % KSPLIT != 0 a stage's fills alternate between
@@ -765,7 +775,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   } else {
   // ---- math warpgroups ----
   if constexpr (C::MATH_REGS > 0) ptx::setmaxnreg_inc<C::MATH_REGS>();
-  constexpr int NACC = C::BN / 2;      // the total's registers per thread
+  constexpr int NACC = C::WAVES * C::BN / 2;  // the total's registers per thread (wave after wave)
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   constexpr bool kSplitPaths = SplitPaths<C>::value;
   static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS <= 2 && C::KB == 1),
@@ -829,8 +839,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     // last chunk is retired. (With WS_STAGE it also reads the stage's weight
     // scales into w_lo, w_hi; otherwise it leaves them to w_scales. kb is the
     // block's K index, where BulkWeightScales finds its scale in the box.)
+    // (A 256-row tile's step c is wave c / CHUNKS, column chunk c % CHUNKS.)
     auto issue = [&](int s, uint32_t ph, int j, int c, float (&t)[TACC], float& sa0, float& sa1, float& w_lo,
                      float& w_hi, int kb) {
+      const int wave = C::WAVES > 1 ? c / C::CHUNKS : 0;
+      const int cc = C::WAVES > 1 ? c % C::CHUNKS : c;
       if (c == 0 && j == 0) {
         ptx::mbar_wait(full(s), ph);
         trace.mark_once(4);
@@ -839,10 +852,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
       ptx::wgmma_fence();
-      const uint64_t da = da0 + uint32_t(C::KB == 1 ? s * (C::A_BYTES >> 4) : (s * C::STAGE_A + j * a_slab) >> 4);
+      const uint64_t da = da0 + uint32_t(C::KB == 1 ? s * (C::A_BYTES >> 4) : (s * C::STAGE_A + j * a_slab) >> 4) +
+                          uint32_t(wave * (128 * kBlockK >> 4));
       // (KB == 1 keeps the expressions its cubins were built from: ptxas
       // scheduled the 128x256 tiles differently from the folded forms)
-      const uint64_t dw = dw0 + uint32_t(C::KB == 1 ? (s * C::W_BYTES + c * C::CHUNK_N * kBlockK) >> 4
+      const uint64_t dw = dw0 + uint32_t(C::KB == 1 ? (s * C::W_BYTES + cc * C::CHUNK_N * kBlockK) >> 4
                                                     : (s * C::STAGE_W + j * C::W_BYTES) >> 4);
 #pragma unroll
       for (int k = 0; k < kBlockK / 32; ++k)
@@ -852,8 +866,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       sa0 = sa1 = 1.f;
       if constexpr (C::BLOCK_SCALES) {
         const float* sa = C::KB == 1 ? sa_smem + s * (C::SA_STRIDE / 4) : sa_smem + s * (C::SA_STRIDE / 4) + j * sa_slab;
-        sa0 = sa[row];
-        sa1 = sa[row + 8];
+        sa0 = sa[row + wave * 128];
+        sa1 = sa[row + wave * 128 + 8];
         if constexpr (kBulkWs) {
           // (behind the BM activation scales: the box's first row, then its
           // second 16 bytes on; block kb at kb mod 4) every lane reads them
@@ -885,9 +899,10 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     auto retire = [&](auto split, int s, int ch, float (&t)[C::CHUNK_N / 2], float sa0, float sa1,
                       float wsc_lo, float wsc_hi, bool last_block) {
       constexpr int LO = decltype(split)::value;
+      const int cc = C::WAVES > 1 ? ch % C::CHUNKS : ch;  // the column chunk (a 256-row tile: step ch of the block)
 #pragma unroll
       for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);
-      if (ch == C::CHUNKS - 1 && last_block) {
+      if (ch == C::WAVES * C::CHUNKS - 1 && last_block) {
         __syncwarp();  // this warp is done with the stage (its MMAs waited, its scales read)
         if (lane == 0) {
           ptx::mbar_arrive(empty(s));
@@ -904,8 +919,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
       for (int c = 0; c < C::CHUNK_N / 8; ++c) {
         // columns n0 + ch * CHUNK_N + 8c .. +7 (scale blocks are 8-column aligned)
-        const bool hi = C::MAY_STRADDLE && (LO >= 0 ? ch * (C::CHUNK_N / 8) + c >= LO
-                                                     : n0 + ch * C::CHUNK_N + 8 * c >= boundary);
+        const bool hi = C::MAY_STRADDLE && (LO >= 0 ? cc * (C::CHUNK_N / 8) + c >= LO
+                                                     : n0 + cc * C::CHUNK_N + 8 * c >= boundary);
         const float s0 = hi ? hi0 : lo0, s1 = hi ? hi1 : lo1;
         part[4 * c + 0] = fmaf(t[4 * c + 0], s0, part[4 * c + 0]);
         part[4 * c + 1] = fmaf(t[4 * c + 1], s0, part[4 * c + 1]);
@@ -1117,7 +1132,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     advance(stage, phase);                                                                     \
     if (C::KSPLIT > 1 && kb % C::KSPLIT != k_lane) continue;                                   \
     [[maybe_unused]] float next_lo, next_hi; /* (unused with WS_STAGE) */                     \
-    _Pragma("unroll") for (int ch = 0; ch < C::CHUNKS; ++ch) {                                 \
+    _Pragma("unroll") for (int ch = 0; ch < C::WAVES * C::CHUNKS; ++ch) {                      \
       float t[TACC], sa0, sa1;                                                                 \
       issue(s, ph, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);                                    \
       if constexpr (!C::WS_STAGE)                                                              \
@@ -1278,60 +1293,97 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // (a row box: one unswizzled 64 x BN box, one pass).
       // The stores run on while the next tile's MMAs start; the slice is
       // reused only after they read it.
-      const bool leader = threadIdx.x % 128 == 0;
-      const uint32_t slice = out_base + wg_row * C::OUT_BOXES * C::OUT_BOX_BYTES;
+      // Staging one 64-row slice of bf16 for the TMA stores (pass `pass`):
+      // - a row box: rows r and r + 8 of the slice, BN * 2 bytes each, no swizzle;
+      // - stmatrix x4 of column groups c and c + 1: matrix j holds rows 0-7 (j
+      //   even) or 8-15 (j odd) of the warp's 16, columns 8 (c + j / 2) .. +7;
+      //   lane t gives the row address of matrix t / 8;
+      // - 32-bit stores: rows r and r + 8 of the slice (r % 8 == lane / 4).
+      // A macro, so that the 128- and 64-row tiles' epilogue below stays the
+      // code their cubins were built from (the same staging inside the 256-row
+      // tile's loop over its waves changed 50 of them).
+#define FP8GEN_STAGE_SLICE(SLICE, ACC)                                                                                \
+        if constexpr (C::ROW_BOX) {                                                                                   \
+          const int r = warp * 16 + lane / 4;                                                                         \
+          _Pragma("unroll") for (int c = 0; c < C::BN / 8; ++c) {                                                     \
+            const uint32_t at = (SLICE) + r * (C::BN * 2) + c * 16 + (lane % 4) * 4;                                  \
+            stage_bf16_pairs(at, at + 8 * (C::BN * 2), (ACC) + 4 * c);                                                \
+          }                                                                                                           \
+        } else if constexpr (StmatrixEpilogue<C>::value) {                                                            \
+          const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);                                            \
+          const int sgrp = lane >> 4;                                                                                 \
+          _Pragma("unroll") for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; c += 2) {        \
+            const uint32_t box = (SLICE) + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;                          \
+            const uint32_t addr = box + srow * 128 + (((c + sgrp) % 8) ^ (lane & 7)) * 16;                            \
+            const __nv_bfloat162 v0 = __floats2bfloat162_rn((ACC)[4 * c], (ACC)[4 * c + 1]);                          \
+            const __nv_bfloat162 v1 = __floats2bfloat162_rn((ACC)[4 * c + 2], (ACC)[4 * c + 3]);                      \
+            const __nv_bfloat162 v2 = __floats2bfloat162_rn((ACC)[4 * c + 4], (ACC)[4 * c + 5]);                      \
+            const __nv_bfloat162 v3 = __floats2bfloat162_rn((ACC)[4 * c + 6], (ACC)[4 * c + 7]);                      \
+            ptx::stmatrix_x4(addr, *reinterpret_cast<const uint32_t*>(&v0), *reinterpret_cast<const uint32_t*>(&v1),  \
+                             *reinterpret_cast<const uint32_t*>(&v2), *reinterpret_cast<const uint32_t*>(&v3));       \
+          }                                                                                                           \
+        } else {                                                                                                      \
+          const int r = warp * 16 + lane / 4;                                                                         \
+          _Pragma("unroll") for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {           \
+            const uint32_t box = (SLICE) + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;                          \
+            const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;                                      \
+            stage_bf16_pairs(box + r * 128 + chunk, box + (r + 8) * 128 + chunk, (ACC) + 4 * c);                      \
+          }                                                                                                           \
+        }
+      if constexpr (C::WAVES == 1) {
+        const bool leader = threadIdx.x % 128 == 0;
+        const uint32_t slice = out_base + wg_row * C::OUT_BOXES * C::OUT_BOX_BYTES;
 #pragma unroll
-      for (int pass = 0; pass < C::OUT_PASSES; ++pass) {
-        if (leader) ptx::bulk_wait_read<0>();
-        ptx::named_barrier(1 + wg, 128);
-        if constexpr (C::ROW_BOX) {
-          // rows r and r + 8 of the slice, BN * 2 bytes each, no swizzle
-          const int r = warp * 16 + lane / 4;
+        for (int pass = 0; pass < C::OUT_PASSES; ++pass) {
+          if (leader) ptx::bulk_wait_read<0>();
+          ptx::named_barrier(1 + wg, 128);
+          FP8GEN_STAGE_SLICE(slice, acc)
+          ptx::fence_proxy_async_smem();
+          ptx::named_barrier(1 + wg, 128);
+          if (leader) {
+            if constexpr (C::ROW_BOX) {
+              ptx::tma_store_2d(&p.tma_out, slice, n0, tm * C::BM + wg_row * 64);
+            } else {
 #pragma unroll
-          for (int c = 0; c < C::BN / 8; ++c) {
-            const uint32_t at = slice + r * (C::BN * 2) + c * 16 + (lane % 4) * 4;
-            stage_bf16_pairs(at, at + 8 * (C::BN * 2), acc + 4 * c);
-          }
-        } else if constexpr (StmatrixEpilogue<C>::value) {
-          // stmatrix x4 of column groups c and c + 1: matrix j holds rows 0-7
-          // (j even) or 8-15 (j odd) of the warp's 16, columns 8 (c + j / 2)
-          // .. +7; lane t gives the row address of matrix t / 8
-          const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
-          const int sgrp = lane >> 4;
-#pragma unroll
-          for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; c += 2) {
-            const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
-            const uint32_t addr = box + srow * 128 + (((c + sgrp) % 8) ^ (lane & 7)) * 16;
-            const __nv_bfloat162 v0 = __floats2bfloat162_rn(acc[4 * c], acc[4 * c + 1]);
-            const __nv_bfloat162 v1 = __floats2bfloat162_rn(acc[4 * c + 2], acc[4 * c + 3]);
-            const __nv_bfloat162 v2 = __floats2bfloat162_rn(acc[4 * c + 4], acc[4 * c + 5]);
-            const __nv_bfloat162 v3 = __floats2bfloat162_rn(acc[4 * c + 6], acc[4 * c + 7]);
-            ptx::stmatrix_x4(addr, *reinterpret_cast<const uint32_t*>(&v0), *reinterpret_cast<const uint32_t*>(&v1),
-                             *reinterpret_cast<const uint32_t*>(&v2), *reinterpret_cast<const uint32_t*>(&v3));
-          }
-        } else {
-          const int r = warp * 16 + lane / 4;  // rows r and r + 8 of the slice; r % 8 == lane / 4
-#pragma unroll
-          for (int c = pass * C::OUT_BOXES * 8; c < (pass + 1) * C::OUT_BOXES * 8; ++c) {
-            const uint32_t box = slice + (c / 8 - pass * C::OUT_BOXES) * C::OUT_BOX_BYTES;
-            const uint32_t chunk = ((c % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-            stage_bf16_pairs(box + r * 128 + chunk, box + (r + 8) * 128 + chunk, acc + 4 * c);
+              for (int b = 0; b < C::OUT_BOXES; ++b)
+                ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
+                                  tm * C::BM + wg_row * 64);
+            }
+            ptx::bulk_commit();
           }
         }
-        ptx::fence_proxy_async_smem();
-        ptx::named_barrier(1 + wg, 128);
-        if (leader) {
-          if constexpr (C::ROW_BOX) {
-            ptx::tma_store_2d(&p.tma_out, slice, n0, tm * C::BM + wg_row * 64);
-          } else {
+      } else {
+        // A 256-row tile: each wave's 64 rows of this warpgroup in their own
+        // slice (waves after one another), both staged before either is stored.
+        const bool leader = threadIdx.x % 128 == 0;
 #pragma unroll
-            for (int b = 0; b < C::OUT_BOXES; ++b)
-              ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
-                                tm * C::BM + wg_row * 64);
+        for (int pass = 0; pass < C::OUT_PASSES; ++pass) {
+          if (leader) ptx::bulk_wait_read<0>();
+          ptx::named_barrier(1 + wg, 128);
+#pragma unroll
+          for (int wave = 0; wave < C::WAVES; ++wave)
+            FP8GEN_STAGE_SLICE(out_base + (wave * C::ROW_WG + wg_row) * C::OUT_BOXES * C::OUT_BOX_BYTES,
+                               acc + wave * (C::BN / 2))
+          ptx::fence_proxy_async_smem();
+          ptx::named_barrier(1 + wg, 128);
+          if (leader) {
+#pragma unroll
+            for (int wave = 0; wave < C::WAVES; ++wave) {
+              const uint32_t slice = out_base + (wave * C::ROW_WG + wg_row) * C::OUT_BOXES * C::OUT_BOX_BYTES;
+              const int m0 = tm * C::BM + wave * 128 + wg_row * 64;
+              if constexpr (C::ROW_BOX) {
+                ptx::tma_store_2d(&p.tma_out, slice, n0, m0);
+              } else {
+#pragma unroll
+                for (int b = 0; b < C::OUT_BOXES; ++b)
+                  ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b), m0);
+              }
+            }
+            ptx::bulk_commit();
           }
-          ptx::bulk_commit();
         }
       }
+#undef FP8GEN_STAGE_SLICE
     } else {
       // ---- epilogue: bf16 pairs straight to global, ragged rows and columns masked ----
       const int m_lo = tm * C::BM + row, m_hi = m_lo + 8;
