@@ -417,7 +417,10 @@ class W8A8WgmmaSpec(KernelSpec):
     stages only) three blocks' MMAs stay in flight. With n_chunks 2, the tile's
     columns are two MMA groups with a half-width temporary each, so that a
     wide tile (fewer L2 bytes per MMA) still fits its temporaries beside the
-    total (128x256: 128 + 64 registers per thread)."""
+    total (128x256: 128 + 64 registers per thread). With bm 256 the tile is
+    two waves of 128 rows: each of the two math warpgroups owns 64 rows of
+    each and runs the waves' MMA groups in turn through one temporary, so
+    that a W box feeds 256 rows (DeepGEMM's large-M tiles)."""
     bm: int = 128
     bn: int = 128
     stages: int = 5
