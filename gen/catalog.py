@@ -455,6 +455,12 @@ class W8A8WgmmaSpec(KernelSpec):
     # every math lane reads them, instead of cp.async and lane 0 reading for
     # its warp (name: _wsb; wgmma_gemm::BulkWeightScales)
     ws_bulk: bool = False
+    # block mode with the weight scales from L2 (no ws_stage), one-block
+    # stages: each lane of a math warp holds one block's scales of the next
+    # 32 and the K loop takes them by shuffle, instead of a load per block
+    # waited on in that block's promotion (name: _wl;
+    # wgmma_gemm::LaneWeightScales)
+    ws_lanes: bool = False
     # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
     # one or two temporaries: the K loop built once per split point, so that the
     # promotion takes compile-time scales instead of a select per 8 columns
@@ -495,7 +501,7 @@ class W8A8WgmmaSpec(KernelSpec):
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
-                    ws_bulk=self.ws_bulk)
+                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -519,7 +525,7 @@ class W8A8WgmmaSpec(KernelSpec):
         fixed = f"_for{self.fixed_n}x{self.fixed_k}" if self.fixed_n else ""
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
-        ws = "_wsb" if self.ws_bulk else "_ws" if self.ws_stage else ""
+        ws = "_wsb" if self.ws_bulk else "_ws" if self.ws_stage else "_wl" if self.ws_lanes else ""
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
@@ -650,6 +656,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ws_bulk and (not self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: ws_bulk copies the weight scales of ws_stage by TMA into one-block "
                                "stages (ws_stage, stage_blocks 1)")
+        if self.ws_lanes and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: ws_lanes holds block weight scales read from L2 in the math warps' lanes "
+                               "(block-scaled family, no ws_stage, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -460,6 +460,19 @@ struct OrderedIssue {
   static constexpr bool value = false;
 };
 
+// Block mode with the weight scales from L2: instead of one load per K
+// block, issued a block ahead and waited on in that block's promotion, each
+// lane of a math warp holds the scales of one block of the next 32 (and
+// prefetches the 32 after), and a block takes its scale by shuffle. Read in
+// the SASS of the 256x128 tile (ptxas 13.0): the per-block load issued
+// during the second wave's MMAs, its R2UR placed straight after that wave's
+// wait, ahead of 63 of its 64 FFMAs, so the promotion waited out an L2 trip
+// under load every block. A trait for the same reason as SplitPaths.
+template <class C>
+struct LaneWeightScales {
+  static constexpr bool value = false;
+};
+
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -778,6 +791,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   constexpr int NACC = C::WAVES * C::BN / 2;  // the total's registers per thread (wave after wave)
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   constexpr bool kSplitPaths = SplitPaths<C>::value;
+  constexpr bool kLaneWs = LaneWeightScales<C>::value;
+  static_assert(!kLaneWs || (C::BLOCK_SCALES && !C::WS_STAGE && C::KB == 1),
+                "lane-held weight scales: block scales from L2, one-block stages");
   static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS <= 2 && C::KB == 1),
                 "split paths: block scales, a straddling tile width, one or two temporaries, one-block stages");
   // split points are multiples of gcd(BN, 128) columns
@@ -813,15 +829,42 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
 
+    // LaneWeightScales: lane l holds the scales of block lane_base + l
+    // (lane_lo/hi) and of block lane_base + 32 + l (next_lo/hi).
+    [[maybe_unused]] float lane_lo = 1.f, lane_hi = 1.f, next_lo = 1.f, next_hi = 1.f;
+    [[maybe_unused]] int lane_base = kb_begin;
+    [[maybe_unused]] auto lane_load = [&](int first, float& lo, float& hi) {
+      const int kb = first + lane;
+      lo = kb < kb_end ? __ldg(ws_lo + kb) : 0.f;
+      hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(ws_hi + kb) : 0.f) : lo;
+    };
+    if constexpr (kLaneWs) {
+      lane_load(kb_begin, lane_lo, lane_hi);
+      lane_load(kb_begin + 32, next_lo, next_hi);
+    }
     // Block kb: MMAs into a per-block temporary, waited, then promoted
     // acc += t * a_scale * w_scale. The weight scales come from global
     // memory (L2): they are loaded one block ahead, off the critical path.
     // (Row and tensor modes scale once at the end: here every factor is 1.)
+    // With LaneWeightScales a shuffle takes them from the lane holding
+    // them (the loops ask for non-decreasing blocks, at most KSPLIT apart,
+    // and every lane of the warp asks for the same one).
     auto w_scales = [&](int kb, float& lo, float& hi) {
       lo = hi = 1.f;
       if constexpr (C::BLOCK_SCALES) {
-        lo = __ldg(ws_lo + kb);
-        hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
+        if constexpr (kLaneWs) {
+          if (kb - lane_base >= 32) {
+            lane_base += 32;
+            lane_lo = next_lo;
+            lane_hi = next_hi;
+            lane_load(lane_base + 32, next_lo, next_hi);
+          }
+          lo = __shfl_sync(0xffffffffu, lane_lo, kb - lane_base);
+          hi = C::MAY_STRADDLE ? __shfl_sync(0xffffffffu, lane_hi, kb - lane_base) : lo;
+        } else {
+          lo = __ldg(ws_lo + kb);
+          hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
+        }
       }
     };
     // Stage s's descriptors are stage 0's plus its offset in 16-byte units
