@@ -25,7 +25,6 @@ struct wg::Wgmma<128> {
 
 // The math warps' lanes hold the weight scales of 32 K blocks at a time.
 template <> struct wg::LaneWeightScales<Config> { static constexpr bool value = true; };
-
 // The epilogue stages the tile with stmatrix.
 template <> struct wg::StmatrixEpilogue<Config> { static constexpr bool value = true; };
 

@@ -30,7 +30,6 @@ template <> struct wg::SplitPaths<Config> { static constexpr bool value = true; 
 
 // The math warps' lanes hold the weight scales of 32 K blocks at a time.
 template <> struct wg::LaneWeightScales<Config> { static constexpr bool value = true; };
-
 extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_256x112x128_s3_g16_c1x2_wl_sp_rb_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);

@@ -25,7 +25,6 @@ struct wg::Wgmma<64> {
 
 // The math warps' lanes hold the weight scales of 32 K blocks at a time.
 template <> struct wg::LaneWeightScales<Config> { static constexpr bool value = true; };
-
 extern "C" __global__ void __launch_bounds__(256, 1) w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s10_g16_t2_wl_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
