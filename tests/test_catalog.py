@@ -431,3 +431,19 @@ def test_bulk_weight_scales_are_checked_and_named():
                 dict(bm=64, bn=32, stages=4, temps=2, stage_blocks=4, ws_stage=True, ws_bulk=True)):
         with pytest.raises(CatalogError, match="ws_bulk"):
             W8A8WgmmaSpec(arch="sm_90a", **bad).check(hw)
+
+
+def test_lane_held_weight_scales_are_a_block_scaled_twin_without_stage_scales():
+    """ws_lanes (_wl) keeps the block weight scales read from L2 in the math
+    warps' lanes: a twin of the same Config (its name differs by _wl only),
+    refused where the scales ride in the stage or the family has none."""
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, cluster_n=2)
+    wl = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, cluster_n=2, ws_lanes=True)
+    wl.check(hw)
+    assert wl.name == base.name.replace("_c1x2_", "_c1x2_wl_")
+    assert wl.config_args() == base.config_args()
+    for bad in ({"ws_stage": True}, {"ws_stage": True, "ws_bulk": True},
+                {"temps": 2, "stage_blocks": 2, "bm": 64, "bn": 32, "stages": 4}):
+        with pytest.raises(CatalogError, match="ws_lanes"):
+            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5, ws_lanes=True), **bad)).check(hw)

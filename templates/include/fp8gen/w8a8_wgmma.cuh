@@ -463,11 +463,13 @@ struct OrderedIssue {
 // Block mode with the weight scales from L2: instead of one load per K
 // block, issued a block ahead and waited on in that block's promotion, each
 // lane of a math warp holds the scales of one block of the next 32 (and
-// prefetches the 32 after), and a block takes its scale by shuffle. Read in
-// the SASS of the 256x128 tile (ptxas 13.0): the per-block load issued
-// during the second wave's MMAs, its R2UR placed straight after that wave's
-// wait, ahead of 63 of its 64 FFMAs, so the promotion waited out an L2 trip
-// under load every block. A trait for the same reason as SplitPaths.
+// prefetches the 32 after), and a block takes its scale by shuffle. Built
+// because in the SASS of the 256x128 tile (ptxas 13.0) the per-block load
+// issues during the second wave's MMAs and its R2UR sits straight after
+// that wave's wait, ahead of 63 of its 64 FFMAs. Measured on the H200
+// (HARDWARE.toml): 0.97-0.98x for 128x64 x4, but 1.01-1.03x for the 256x128
+// pair at M >= 1024, so that load was not what the tile waits on; an
+// instance's choice. A trait for the same reason as SplitPaths.
 template <class C>
 struct LaneWeightScales {
   static constexpr bool value = false;
