@@ -487,6 +487,12 @@ class W8A8WgmmaSpec(KernelSpec):
     # the header's early_stages() rule; name: _e<n>; wgmma_gemm::EarlyWeights,
     # so that the instances without it keep their cubins)
     early: int = -1
+    # the one-temporary K loop unrolled this many blocks (2, 4 or 8), so that
+    # ptxas can fold the ring's stage arithmetic and hoist the next block's
+    # barrier wait among the promotion's FFMAs, as DeepGEMM's loop (unrolled
+    # 8) does (name: _u<n>; wgmma_gemm::KLoopUnroll, so that the instances
+    # without it keep their cubins)
+    unroll: int = 1
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -501,7 +507,7 @@ class W8A8WgmmaSpec(KernelSpec):
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
-                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes)
+                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -532,8 +538,9 @@ class W8A8WgmmaSpec(KernelSpec):
         rb = "_rb" if self.row_box else ""
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         early = f"_e{self.early}" if self.early >= 0 else ""
+        unroll = f"_u{self.unroll}" if self.unroll > 1 else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
-                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}")
+                f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
     @property
     def waves(self) -> int:
@@ -659,6 +666,10 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ws_lanes and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: ws_lanes holds block weight scales read from L2 in the math warps' lanes "
                                "(block-scaled family, no ws_stage, one-block stages)")
+        if self.unroll not in (1, 2, 4, 8) or (self.unroll > 1 and (
+                self.temps != 1 or self.ksplit != 1 or self.stage_blocks != 1)):
+            raise CatalogError(f"{self.name}: unroll is 1, or 2, 4 or 8 for the one-temporary K loop (temps 1, no K "
+                               f"split inside the CTA, one-block stages); got {self.unroll}")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -1,8 +1,9 @@
 """A small problem for compute-sanitizer racecheck (full-size tests are too
 slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster, weight-scales-in-the-stage or in-lanes, stmatrix-
-epilogue, row-box-epilogue, ordered-issue, multi-block-stage, own-early-count and 256-row wgmma instance (shape-specialized
-ones only when named, at their own N and K),
+epilogue, row-box-epilogue, ordered-issue, multi-block-stage, own-early-count,
+unrolled-K-loop and 256-row wgmma instance (shape-specialized ones only when
+named, at their own N and K),
 launched three times (the counters' reset path included; twice with
 early_weights, the first W copies before the grid-dependency wait),
 checked against float64, at M = 72 and 16; a 256-row tile also at M = 200,
@@ -27,7 +28,7 @@ def main() -> int:
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
                   or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.row_box
-                  or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes)}
+                  or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes or s.unroll > 1)}
     k_generic = 1024
     parts = []
     for arg in sys.argv[1:]:
