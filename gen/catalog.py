@@ -493,6 +493,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # 8) does (name: _u<n>; wgmma_gemm::KLoopUnroll, so that the instances
     # without it keep their cubins)
     unroll: int = 1
+    # the one-temporary K loop waits for the next block's stage while the
+    # block's last MMA group runs, off the path from that group's wait to
+    # the next block's first MMA (name: _pw; wgmma_gemm::PrewaitNextStage)
+    prewait: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -507,7 +511,8 @@ class W8A8WgmmaSpec(KernelSpec):
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
-                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll)
+                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
+                    prewait=self.prewait)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -539,6 +544,7 @@ class W8A8WgmmaSpec(KernelSpec):
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         early = f"_e{self.early}" if self.early >= 0 else ""
         unroll = f"_u{self.unroll}" if self.unroll > 1 else ""
+        unroll += "_pw" if self.prewait else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -670,6 +676,9 @@ class W8A8WgmmaSpec(KernelSpec):
                 self.temps != 1 or self.ksplit != 1 or self.stage_blocks != 1)):
             raise CatalogError(f"{self.name}: unroll is 1, or 2, 4 or 8 for the one-temporary K loop (temps 1, no K "
                                f"split inside the CTA, one-block stages); got {self.unroll}")
+        if self.prewait and (self.temps != 1 or self.ksplit != 1 or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: prewait waits ahead in the one-temporary K loop (temps 1, no K split "
+                               "inside the CTA, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -485,6 +485,19 @@ struct KLoopUnroll {
   static constexpr int value = 1;
 };
 
+// The one-temporary K loop waits for the next block's stage right after
+// issuing a block's last MMA group, while those MMAs run, instead of after
+// their promotion: in the 256x128 tile's SASS the path from the last
+// group's wait to the next block's first MMA held the stage's try-wait,
+// its branch and the descriptor arithmetic (85-108 instructions against
+// 67-70 between the waves of a block), and ncu put 35 % of the warp samples
+// on the wgmma waits with the tensor pipe 80 % busy. A trait for the same
+// reason as SplitPaths.
+template <class C>
+struct PrewaitNextStage {
+  static constexpr bool value = false;
+};
+
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -804,6 +817,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   constexpr int TACC = C::CHUNK_N / 2;  // one temporary's
   constexpr bool kSplitPaths = SplitPaths<C>::value;
   constexpr bool kLaneWs = LaneWeightScales<C>::value;
+  constexpr bool kPrewait = PrewaitNextStage<C>::value;
+  static_assert(!kPrewait || (C::TEMPS == 1 && C::KSPLIT == 1 && C::KB == 1),
+                "the next stage waited ahead: the one-temporary loop, no K split inside the CTA, one-block stages");
   static_assert(!kLaneWs || (C::BLOCK_SCALES && !C::WS_STAGE && C::KB == 1),
                 "lane-held weight scales: block scales from L2, one-block stages");
   static_assert(!kSplitPaths || (C::MAY_STRADDLE && C::BLOCK_SCALES && C::TEMPS <= 2 && C::KB == 1),
@@ -899,7 +915,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
                      float& w_hi, int kb) {
       const int wave = C::WAVES > 1 ? c / C::CHUNKS : 0;
       const int cc = C::WAVES > 1 ? c % C::CHUNKS : c;
-      if (c == 0 && j == 0) {
+      if (c == 0 && j == 0 && (!kPrewait || kb == kb_begin)) {  // (PrewaitNextStage: waited in the loop)
         ptx::mbar_wait(full(s), ph);
         trace.mark_once(4);
       }
@@ -1193,6 +1209,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (!C::WS_STAGE)                                                              \
         if (ch == 0) w_scales(min(kb + C::KSPLIT, kb_end - 1), next_lo, next_hi);              \
       _Pragma("unroll") for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);               \
+      if constexpr (kPrewait) /* (stage, phase: already the next block's) */                  \
+        if (ch == C::WAVES * C::CHUNKS - 1 && kb + 1 < kb_end) ptx::mbar_wait(full(stage), phase); \
       ptx::wgmma_wait<0>();                                                                    \
       retire(SPLIT, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);                                 \
     }                                                                                          \
