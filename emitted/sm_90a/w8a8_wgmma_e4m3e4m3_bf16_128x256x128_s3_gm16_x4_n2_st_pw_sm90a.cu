@@ -5,11 +5,9 @@
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
 using Config = wg::Config<128, 256, 3, 16, 1, wg::kScaleBlock, 1, 4, 2,
-                          1, 1, 0, 0, 0, 1, true, true>;
-// The weight scales copied into the stage by TMA, read by every lane.
-template <> struct wg::BulkWeightScales<Config> { static constexpr bool value = true; };
+                          1, 1, 0, 0, 0, 1, true>;
 static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
-static_assert(Config::SMEM_BYTES == 216000, "gen and the header disagree on shared memory");
+static_assert(Config::SMEM_BYTES == 215616, "gen and the header disagree on shared memory");
 
 #ifndef FP8GEN_HOST_SHIM
 // m64n128k32 e4m3: 64 accumulator registers per thread, listed out.
@@ -26,10 +24,13 @@ struct wg::Wgmma<128> {
 };
 
 template <> struct wg::PrewaitNextStage<Config> { static constexpr bool value = true; };  // next stage waited ahead
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_wsb_pw_sm90a(const __grid_constant__ wg::ParamsWs params) {
+// The epilogue stages the tile with stmatrix.
+template <> struct wg::StmatrixEpilogue<Config> { static constexpr bool value = true; };
+
+extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_st_pw_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
-FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_wsb_pw_sm90a, wg::Shim<Config>)
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x256x128_s3_gm16_x4_n2_st_pw_sm90a, wg::Shim<Config>)
 #endif
