@@ -449,11 +449,12 @@ def test_lane_held_weight_scales_are_a_block_scaled_twin_without_stage_scales():
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5, ws_lanes=True), **bad)).check(hw)
 
 
-def test_an_unrolled_k_loop_is_a_one_temporary_twin():
-    """unroll (_u<n>) unrolls the one-temporary K loop: a twin of the same
-    Config (its rendered source adds only the KLoopUnroll specialization),
-    refused for the two-temporary loops, K splits inside the CTA,
-    multi-block stages and counts other than 2, 4 and 8."""
+def test_an_unrolled_or_prewaiting_k_loop_is_a_one_temporary_twin():
+    """unroll (_u<n>) unrolls the one-temporary K loop and prewait (_pw)
+    waits for the next stage ahead in it: twins of the same Config (their
+    rendered sources add only the KLoopUnroll / PrewaitNextStage
+    specializations), refused for the two-temporary loops, K splits inside
+    the CTA, multi-block stages and unroll counts other than 2, 4 and 8."""
     from gen.render import render
     hw = load_hardware("sm_90a")
     base = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, cluster_n=2, stmatrix=True)
@@ -463,6 +464,14 @@ def test_an_unrolled_k_loop_is_a_one_temporary_twin():
     assert u2.config_args() == base.config_args()
     assert "KLoopUnroll<Config> { static constexpr int value = 2; }" in render(u2)
     assert "KLoopUnroll" not in render(base)
+    pw = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, cluster_n=2, stmatrix=True, unroll=2, prewait=True)
+    pw.check(hw)
+    assert pw.name == u2.name.replace("_u2_", "_u2_pw_") and pw.config_args() == base.config_args()
+    assert "PrewaitNextStage<Config> { static constexpr bool value = true; }" in render(pw)
+    assert "PrewaitNextStage" not in render(u2)
+    for bad in ({"prewait": True, "temps": 2}, {"prewait": True, "bm": 64, "bn": 64, "ksplit": 2, "stages": 4}):
+        with pytest.raises(CatalogError, match="prewait"):
+            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5), **bad)).check(hw)
     for bad in ({"unroll": 3}, {"unroll": 16}, {"unroll": 2, "temps": 2},
                 {"unroll": 2, "bm": 64, "bn": 64, "ksplit": 2, "stages": 4},
                 {"unroll": 2, "bm": 64, "bn": 32, "stages": 4, "temps": 2, "stage_blocks": 2}):
