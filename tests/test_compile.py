@@ -135,13 +135,26 @@ def test_cutlass_instances_run_fp8_wgmma_and_ship_a_shim(sm90a_built):
 
 def _r2ur_inside_mma_batches(sass_text: str) -> int:
     """R2UR instructions between a QGMMA and the last one of its batch (the
-    one that closes the group, `gsb0`)."""
-    count, inside = 0, False
+    one that closes the group, `gsb0`) that write a descriptor register of a
+    later MMA of that batch (`gdesc[URk]` reads URk..URk+3). An R2UR of some
+    other uniform value there (a block's B scale for the promotion, in the
+    one-temporary loops) costs one issue slot and does not hold the MMA."""
+    count, inside, pending = 0, False, []
     for m in re.finditer(r"\b(QGMMA\S*|R2UR)\b([^;]*)", sass_text):
         if m.group(1).startswith("QGMMA"):
+            desc = re.search(r"gdesc\[UR(\d+)\]", m.group(2))
+            if inside and desc:
+                base = int(desc.group(1))
+                hit = [r for r in pending if base <= r < base + 4]
+                count += len(hit)
+                pending = [r for r in pending if r not in hit]
             inside = "gsb0" not in m.group(2)
+            if not inside:
+                pending = []
         elif inside:
-            count += 1
+            dest = re.match(r"\s*UR(\d+)", m.group(2))
+            if dest:
+                pending.append(int(dest.group(1)))
     return count
 
 
@@ -159,6 +172,9 @@ def test_r2ur_count_sees_descriptors_moved_between_mmas():
         QGMMA.64x128x32.F32.E4M3.E4M3 R88, gdesc[UR24], RZ, !UPT ;"""
     assert _r2ur_inside_mma_batches(before) == 3
     assert _r2ur_inside_mma_batches(before.replace("R2UR", "UMOV")) == 0
+    # a scale moved to a uniform register inside a batch is not a descriptor
+    scale = before.replace("R2UR UR24, R200", "R2UR UR49, R206")
+    assert _r2ur_inside_mma_batches(scale) == 1
 
 
 def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
