@@ -199,17 +199,40 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
         shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
     except ValueError as e:
         raise SystemExit(f"--shapes: {e}") from None
-    return bench(arch=args.arch, shapes=shapes, ms=_ints(args.m) if args.m else ANCHOR_MS, families=list(families),
+    ms = _ints(args.m) if args.m else ANCHOR_MS
+    only = _instance_parts(getattr(args, "instances", None), all_instances)
+    if ROUTED in only:
+        only = _routed_parts(args.arch, families, shapes, ms, only)
+    return bench(arch=args.arch, shapes=shapes, ms=ms, families=list(families),
                  out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
                  git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
                  timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
-                 a_rows=getattr(args, "a_rows", "padded"), only=_instance_parts(getattr(args, "instances", None),
-                                                                                all_instances),
+                 a_rows=getattr(args, "a_rows", "padded"), only=only,
                  arm_order=_ARM_ORDER_CHOICES.get(getattr(args, "arm_order", None)))
 
 
 # gen bench --arm-order: the choice as typed, the record's arm_order
 _ARM_ORDER_CHOICES = {"abba": "abba", "fp8gen-first": "fp8gen first", "peers-first": "peers first"}
+
+
+# gen bench --instances routed: the instances today's tables dispatch to at
+# the bench's points (what an acceptance pair must time, so that `gen compare
+# --routed` can read the committed table against it point by point)
+ROUTED = "routed"
+
+
+def _routed_parts(arch: str, families, shapes, ms, parts) -> tuple:
+    """`parts` with the word `routed` replaced by the full names of the
+    instances the dispatch tables of `families` pick at each (N, K) of
+    `shapes` and each M of `ms` (on a device of 132 SMs, H100/H200 SXM)."""
+    from runtime.hardware import load_hardware
+
+    tabled = load_hardware(arch).dispatch  # family -> rules: the GEMM families a table routes
+    route = _router(arch, [f for f in families if f in tabled], 132)
+    names = sorted({name for n, k in shapes for m in ms for name in route(n, k, m)})
+    if not names:
+        raise SystemExit(f"--instances routed: no table of {', '.join(families)} routes any of these points")
+    return tuple(p for p in parts if p != ROUTED) + tuple(names)
 
 
 def _instance_parts(text, all_instances: bool) -> tuple:
@@ -610,6 +633,8 @@ def parser() -> argparse.ArgumentParser:
     be.add_argument("--instances", metavar="PARTS",
                     help="with --all-instances, time only the instances whose names contain one of these "
                          "comma-separated parts (e.g. 128x256,_sp), and the dispatched one as the reference; the "
+                         "word routed stands for every instance the committed dispatch tables pick at the "
+                         "bench's shapes and M (an acceptance pair that gen compare --routed reads in full); the "
                          "record lists them; gen tune takes such a partial record only beside full ones")
     be.add_argument("--timing", choices=("events", "kernel"), default="events",
                     help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "

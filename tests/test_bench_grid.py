@@ -375,3 +375,33 @@ def test_records_are_written_one_row_per_line_and_read_back_unchanged(tmp_path):
     for path in committed:
         with open(path) as f:
             assert f.read() == record_text(json.load(open(path))), path
+
+
+def test_gen_bench_instances_routed_names_every_instance_the_tables_pick(tmp_path, monkeypatch):
+    """`--instances routed` hands the run the full name of each instance the
+    committed tables dispatch to at the bench's points (the ones `gen compare
+    --routed` reads), beside any other parts given; a family without a table
+    (the cuBLASLt peer) adds none."""
+    import gen.bench.run
+    from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES
+    from gen.cli import _router, main
+
+    seen = {}
+    monkeypatch.setattr(gen.bench.run, "bench", lambda **kw: seen.update(kw) or 0)
+    out = str(tmp_path / "b.json")
+    fams = "w8a8_wgmma,w8a8_cutlass,cublaslt_block"
+    assert main(["bench", "--all-instances", "--instances", "_pw,routed", "--families", fams, "--out", out,
+                 "--git-sha", "x"]) == 0
+    only = seen["only"]
+    assert only[0] == "_pw" and "routed" not in only
+    route = _router("sm_90a", ("w8a8_wgmma", "w8a8_cutlass"), 132)
+    picked = {name for n, k in ANCHOR_SHAPES for m in ANCHOR_MS for name in route(n, k, m)}
+    assert picked and set(only[1:]) == picked
+    assert {n.split("_e4m3")[0] for n in picked} <= {"w8a8_wgmma", "w8a8_cutlass"}
+    # one point: exactly the instances routed there
+    assert main(["bench", "--all-instances", "--instances", "routed", "--families", fams, "--shapes", "4096x7168",
+                 "--m", "4096", "--out", out, "--git-sha", "x"]) == 0
+    assert set(seen["only"]) == set(route(4096, 7168, 4096))
+    with pytest.raises(SystemExit, match="no table"):
+        main(["bench", "--all-instances", "--instances", "routed", "--families", "cublaslt_block", "--out", out,
+              "--git-sha", "x"])
