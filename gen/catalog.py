@@ -497,6 +497,10 @@ class W8A8WgmmaSpec(KernelSpec):
     # block's last MMA group runs, off the path from that group's wait to
     # the next block's first MMA (name: _pw; wgmma_gemm::PrewaitNextStage)
     prewait: bool = False
+    # block mode, weight scales from L2, one-block stages: an MMA group's
+    # activation scales are read from the stage before its MMAs are issued
+    # instead of after (name: _sf; wgmma_gemm::ScalesFirst)
+    scales_first: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -512,7 +516,7 @@ class W8A8WgmmaSpec(KernelSpec):
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
-                    prewait=self.prewait)
+                    prewait=self.prewait, scales_first=self.scales_first)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -545,6 +549,7 @@ class W8A8WgmmaSpec(KernelSpec):
         early = f"_e{self.early}" if self.early >= 0 else ""
         unroll = f"_u{self.unroll}" if self.unroll > 1 else ""
         unroll += "_pw" if self.prewait else ""
+        unroll += "_sf" if self.scales_first else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -679,6 +684,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.prewait and (self.temps != 1 or self.ksplit != 1 or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: prewait waits ahead in the one-temporary K loop (temps 1, no K split "
                                "inside the CTA, one-block stages)")
+        if self.scales_first and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: scales_first reads block activation scales before the MMAs (block-scaled "
+                               "family, weight scales from L2: no ws_stage, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -2,7 +2,7 @@
 slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster, weight-scales-in-the-stage or in-lanes, stmatrix-
 epilogue, row-box-epilogue, ordered-issue, multi-block-stage, own-early-count,
-unrolled-K-loop and 256-row wgmma instance (shape-specialized ones only when
+unrolled-K-loop, scales-first and 256-row wgmma instance (shape-specialized ones only when
 named, at their own N and K),
 launched three times (the counters' reset path included; twice with
 early_weights, the first W copies before the grid-dependency wait),
@@ -28,7 +28,8 @@ def main() -> int:
     specs = {s.name: s for s in specs_for("sm_90a") if s.family == "w8a8_wgmma"
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
                   or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.row_box
-                  or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes or s.unroll > 1)}
+                  or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes or s.unroll > 1
+                  or s.scales_first)}
     k_generic = 1024
     parts = []
     for arg in sys.argv[1:]:

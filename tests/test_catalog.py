@@ -449,6 +449,33 @@ def test_lane_held_weight_scales_are_a_block_scaled_twin_without_stage_scales():
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5, ws_lanes=True), **bad)).check(hw)
 
 
+def test_scales_first_is_a_twin_for_block_scales_read_from_l2():
+    """scales_first (_sf) reads an MMA group's activation scales before the
+    group: a twin of the same Config whose rendered source adds only the
+    ScalesFirst specialization, refused where the weight scales ride in the
+    stage, for multi-block stages and for the row- and tensor-scaled
+    families (their scales are applied once, after the K loop)."""
+    from gen.catalog import W8A8RowSpec, W8A8TensorSpec
+    from gen.render import render
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, kslices=4, stmatrix=True, unroll=2)
+    sf = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, kslices=4, stmatrix=True, unroll=2,
+                       scales_first=True)
+    sf.check(hw)
+    assert sf.name == base.name.replace("_u2_", "_u2_sf_") and sf.config_args() == base.config_args()
+    extra = set(render(sf).splitlines()) - set(render(base).splitlines())
+    assert any("ScalesFirst<Config> { static constexpr bool value = true; }" in line for line in extra)
+    assert all(base.name not in line for line in extra if "ScalesFirst" in line)
+    assert "ScalesFirst" not in render(base)
+    for bad in ({"ws_stage": True}, {"ws_stage": True, "ws_bulk": True},
+                {"temps": 2, "stage_blocks": 2, "bm": 64, "bn": 32, "stages": 4}):
+        with pytest.raises(CatalogError, match="scales_first"):
+            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5, scales_first=True), **bad)).check(hw)
+    for cls in (W8A8RowSpec, W8A8TensorSpec):
+        with pytest.raises(CatalogError, match="scales_first"):
+            cls(arch="sm_90a", bm=128, bn=128, stages=5, scales_first=True).check(hw)
+
+
 def test_an_unrolled_or_prewaiting_k_loop_is_a_one_temporary_twin():
     """unroll (_u<n>) unrolls the one-temporary K loop and prewait (_pw)
     waits for the next stage ahead in it: twins of the same Config (their
