@@ -407,6 +407,25 @@ def test_bulk_weight_scales_give_the_base_bits(rt, gen, split_ws, twin, base, M,
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 
+# each _sf twin and its base: the activation scales are read before an MMA
+# group is issued instead of after, the same FMULs and FFMAs in the same
+# order, so the same bits
+SCALES_FIRST = [(n, n.replace("_sf_", "_")) for n, s in SPECS.items() if getattr(s, "scales_first", False)]
+
+
+def test_scales_first_twins_exist():
+    assert SCALES_FIRST and all(base in SPECS for _, base in SCALES_FIRST), SCALES_FIRST
+
+
+@pytest.mark.parametrize("twin,base", SCALES_FIRST, ids=[t for t, _ in SCALES_FIRST])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (300, 7168, 2048), (4096, 2112, 512)])
+def test_scales_first_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """Reading a group's activation scales before its wgmmas are issued
+    moves a shared-memory load, not arithmetic: the twin gives its base's
+    bits, early weights or not (N = 2112: a partial last tile column)."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
 def test_bulk_weight_scales_refuse_a_misaligned_scale_pointer(rt, gen):
     """The weight scales' tensor map needs a 16-byte aligned base: the host
     shim refuses weight scales that do not start on 16 bytes (a view one
