@@ -154,6 +154,23 @@ def test_summary_counts_the_targets():
     assert "Met at 1 of 2 rows." in text  # the row the record lacks is left out
 
 
+def test_summary_names_the_memory_ceiling_and_a_gpu_it_was_not_measured_on():
+    """The roofline shares are against HARDWARE.toml's ceiling, which the
+    record keeps; measured on another GPU than the record's (one arch, two
+    cards), the summary says the shares are not that card's own."""
+    from gen.bench.report import summary
+
+    roof = {"memory_tbps": 4.25, "memory_tbps_note": "measured: H200, device-to-device copy",
+            "fp8_dense_tflops": 1979.0}
+    rows = _point(2112, 7168, 64, 300.0, 150.0, roof=350.0)
+    here = summary({"rows": rows, "gpu": "NVIDIA H200", "roofline": roof})
+    assert "Memory ceiling 4.25 TB/s (measured: H200, device-to-device copy)." in here
+    assert "Not this record's GPU" not in here
+    other = summary({"rows": rows, "gpu": "NVIDIA H100 80GB HBM3", "roofline": roof})
+    assert "Not this record's GPU (NVIDIA H100 80GB HBM3)" in other
+    assert "Memory ceiling" not in summary({"rows": rows, "gpu": "NVIDIA H100 80GB HBM3"})  # older records
+
+
 def test_summary_sets_the_fast_path_against_deepgemm_timed_in_the_run():
     from gen.bench.report import summary
 

@@ -45,6 +45,9 @@ class Context:
     peak_tflops: float
     memory_tbps: float
     families: List[str]
+    # HARDWARE.toml's [roofline] as read (ceilings and where each was
+    # measured), kept in the record: the shares are against these
+    roofline: Dict = dataclasses.field(default_factory=dict)
     all_instances: bool = False  # gen tune: time every instance, not only the dispatched one
     # with all_instances: time only the instances whose names contain one of
     # these (and the dispatched one, the reference); empty: every instance
@@ -115,7 +118,7 @@ def device_context(torch, arch: str, *, seed: int, families, **fields) -> Contex
     gen.manual_seed(seed)
     return Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,
                    peak_tflops=float(roof["fp8_dense_tflops"]), memory_tbps=float(roof["memory_tbps"]),
-                   families=list(families), **fields)
+                   roofline=dict(roof), families=list(families), **fields)
 
 
 def setup_fields(torch, arch: str, git_sha: str) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -81,6 +82,22 @@ def _fastest(point: Dict[str, Dict], impls: Sequence[str]) -> Optional[Dict]:
     return min(rows, key=lambda r: r["us"]) if rows else None
 
 
+def _roofline_source(doc: Dict) -> str:
+    """Which memory ceiling the roofline shares are against, and a warning
+    where HARDWARE.toml measured it on another GPU than the record's (an
+    arch's ceilings serve every card of that arch: an H100 read against the
+    H200's bandwidth gets shares that are not its own)."""
+    roof = doc.get("roofline") or {}
+    if "memory_tbps" not in roof:
+        return ""
+    note = roof.get("memory_tbps_note", "")
+    text = f" Memory ceiling {roof['memory_tbps']} TB/s" + (f" ({note})" if note else "") + "."
+    where = re.search(r"measured: ([^,]+)", note)
+    if where and doc.get("gpu") and where.group(1).strip() not in doc["gpu"]:
+        text += f" Not this record's GPU ({doc['gpu']}): its shares are not against its own bandwidth."
+    return text
+
+
 def summary(doc: Dict, published: Optional[Dict] = None) -> str:
     """The targets in one place: the fast path's ratio to cuBLASLt block
     scaling (geometric mean, the points below 1.0), its share of the memory
@@ -120,7 +137,8 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
     if roof_points:
         lines.append(f"At M <= {ROOFLINE_MAX_M}: {len(roof_hits)} of {roof_points} points at >= "
                      f"{ROOFLINE_SHARE:.0%} of the memory roofline" + (": " + "; ".join(roof_hits) if roof_hits
-                                                                          else "") + ".")
+                                                                          else "") + "."
+                     + _roofline_source(doc))
     lines += _measured_peer(index, MEASURED_DEEPGEMM)
     rows = [r for r in (published or {}).get("deepgemm", []) if (r[1], r[2], r[0]) in index]
     if rows:

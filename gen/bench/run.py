@@ -120,6 +120,9 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
            # seed and the point (arms.point_order); records without it, in
            # the manifest's order
            **({"instance_order": "shuffled per point"} if all_instances else {}),
+           # the ceilings each row's roofline_tflops came from (records
+           # without it: HARDWARE.toml's [roofline] of their commit)
+           "roofline": ctx.roofline,
            "rows": [r.__dict__ for r in ctx.rows]}
     if ctx.deep_gemm is not None:  # the peer's version and how it launched
         doc["deepgemm"] = arms.deep_gemm_fields(ctx.deep_gemm)
