@@ -422,3 +422,18 @@ def test_gen_bench_instances_routed_names_every_instance_the_tables_pick(tmp_pat
     with pytest.raises(SystemExit, match="no table"):
         main(["bench", "--all-instances", "--instances", "routed", "--families", "cublaslt_block", "--out", out,
               "--git-sha", "x"])
+
+
+def test_a_gpu_with_its_own_measured_ceiling_gets_it():
+    """[roofline.by_gpu."<device name>"] overrides the arch's ceilings for
+    that card alone; other cards keep the arch's, and the flat result (what
+    a record keeps) has no by_gpu table left in it."""
+    from gen.bench.grid import ceilings_for
+
+    roof = {"fp8_dense_tflops": 1979.0, "memory_tbps": 4.25, "memory_tbps_note": "measured: H200, copy",
+            "by_gpu": {"NVIDIA H100 80GB HBM3": {"memory_tbps": 3.0, "memory_tbps_note": "measured: H100, copy"}}}
+    h100 = ceilings_for(roof, "NVIDIA H100 80GB HBM3")
+    assert h100 == {"fp8_dense_tflops": 1979.0, "memory_tbps": 3.0, "memory_tbps_note": "measured: H100, copy"}
+    h200 = ceilings_for(roof, "NVIDIA H200")
+    assert h200 == {"fp8_dense_tflops": 1979.0, "memory_tbps": 4.25, "memory_tbps_note": "measured: H200, copy"}
+    assert ceilings_for({"memory_tbps": 4.25}, "NVIDIA H200") == {"memory_tbps": 4.25}

@@ -109,11 +109,11 @@ def device_context(torch, arch: str, *, seed: int, families, **fields) -> Contex
     import runtime
     from runtime.hardware import load_hardware
 
-    roof = load_hardware(arch).roofline
     rt = runtime.load(torch.cuda.current_device())
     if rt.arch != arch:
         raise SystemExit(f"this GPU runs {rt.arch}, not {arch}")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    roof = grid.ceilings_for(load_hardware(arch).roofline, props.name)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
     return Context(torch=torch, rt=rt, gen=gen, l2_bytes=props.L2_cache_size,

@@ -50,6 +50,17 @@ def gemm_bytes(M: int, N: int, K: int) -> int:
     return M * K + N * K + 2 * M * N + scales
 
 
+def ceilings_for(roofline: Dict, gpu: str) -> Dict:
+    """HARDWARE.toml's [roofline] for one GPU: the arch's ceilings with that
+    GPU's own measured ones ([roofline.by_gpu."<device name>"]) over them.
+    One arch serves cards of different memory (the H100's HBM3 and the
+    H200's HBM3e share sm_90a), so a share of the roofline is only the card's
+    own where its bandwidth was measured on that card."""
+    flat = {k: v for k, v in roofline.items() if k != "by_gpu"}
+    flat.update(roofline.get("by_gpu", {}).get(gpu, {}))
+    return flat
+
+
 def roofline_tflops(M: int, N: int, K: int, *, peak_tflops: float, memory_tbps: float) -> float:
     flops = 2.0 * M * N * K
     memory_bound = flops / (gemm_bytes(M, N, K) / (memory_tbps * 1e12)) / 1e12
