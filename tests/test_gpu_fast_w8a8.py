@@ -390,8 +390,17 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
 # each _wsb twin and the instance it differs from only in how the weight
 # scales reach the promotion (its _ws twin, else the one loading them from
 # L2): the same FFMAs in the same order, so the same bits
-BULK_WS = [(n, n.replace("_wsb", "_ws") if n.replace("_wsb", "_ws") in SPECS else n.replace("_wsb", ""))
-           for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
+# (a twin that walks down M and has neither is paired with the walk-along-N
+# twin's base: the walk changes which CTA takes a tile, not a tile's
+# arithmetic)
+def _bulk_base(name: str) -> str:
+    for base in (name.replace("_wsb", "_ws"), name.replace("_wsb", "")):
+        if base in SPECS:
+            return base
+    return name.replace("_gm16_", "_g16_").replace("_wsb", "")
+
+
+BULK_WS = [(n, _bulk_base(n)) for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
 
 
 def test_bulk_weight_scale_twins_exist():
@@ -406,6 +415,24 @@ def test_bulk_weight_scales_give_the_base_bits(rt, gen, split_ws, twin, base, M,
     another way, early weights or not. N = 2112 leaves a last tile column
     whose second scale row lies past the last for the 256-wide twins (the
     copy engine fills it with zeros, and those columns are never stored)."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each twin walking down M and its twin walking along N (the same tiles in
+# another order: the same arithmetic per tile, so the same bits)
+WALK_M = [(n, n.replace("_gm16_", "_g16_")) for n, s in SPECS.items()
+          if getattr(s, "walk_m", False) and n.replace("_gm16_", "_g16_") in SPECS]
+
+
+def test_walk_m_twins_exist():
+    assert len(WALK_M) >= 13, WALK_M
+
+
+@pytest.mark.parametrize("twin,base", WALK_M, ids=[t for t, _ in WALK_M])
+@pytest.mark.parametrize("M,N,K", [(128, 4096, 7168), (300, 7168, 2048), (512, 2112, 512)])
+def test_walk_m_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """A grid that numbers its tiles down M first gives the bits of the
+    twin numbering them along N, at M of one to several tile rows."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 
