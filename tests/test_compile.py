@@ -12,6 +12,7 @@ from gen.catalog import specs_for
 from gen.toolchain import sass_tool
 from runtime.errors import CatalogError, CompileError
 from runtime.paths import REPO_ROOT, build_dir
+from twins import bulk_base_candidates
 
 pytestmark = pytest.mark.compiler
 QUIET = lambda line: None  # noqa: E731
@@ -214,12 +215,7 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         bulk = e.params.get("ws_bulk", False)
         assert ("LDGSTS" in text and "ARRIVES.LDGSTSBAR" in text) == (ws and not bulk), f"{e.name}: weight-scale copy"
         if bulk:
-            # (a twin walking down M without such a base: the walk-along-N
-            # twin's, the same tile in another order)
-            walk_n = e.name.replace("_gm16_", "_g16_")
-            twin = next(n for n in (e.name.replace("_wsb", "_ws"), e.name.replace("_wsb", ""),
-                                    walk_n.replace("_wsb", "_ws"), walk_n.replace("_wsb", ""))
-                        if (sm90a_built / f"{n}.cubin").is_file())
+            twin = next(n for n in bulk_base_candidates(e.name) if (sm90a_built / f"{n}.cubin").is_file())
             # (a 2-CTA pair with the scales in the stage copies no W box
             # before the grid-dependency wait, wgmma_gemm's kEarly: where its
             # twin does, the twin has that copy site more)

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
+from twins import bulk_base_candidates  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -390,17 +391,10 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
 # each _wsb twin and the instance it differs from only in how the weight
 # scales reach the promotion (its _ws twin, else the one loading them from
 # L2): the same FFMAs in the same order, so the same bits
-# (a twin that walks down M and has neither is paired with the walk-along-N
-# twin's base: the walk changes which CTA takes a tile, not a tile's
-# arithmetic)
-def _bulk_base(name: str) -> str:
-    for base in (name.replace("_wsb", "_ws"), name.replace("_wsb", "")):
-        if base in SPECS:
-            return base
-    return name.replace("_gm16_", "_g16_").replace("_wsb", "")
-
-
-BULK_WS = [(n, _bulk_base(n)) for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
+# (twins.bulk_base_candidates: a twin walking down M without either is
+# paired with the walk-along-N twin's base)
+BULK_WS = [(n, next((b for b in bulk_base_candidates(n) if b in SPECS), n.replace("_wsb", "")))
+           for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
 
 
 def test_bulk_weight_scale_twins_exist():
