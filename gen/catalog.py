@@ -477,6 +477,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # store as one unswizzled box of bn columns per 64 rows instead of storing
     # straight from registers (name: _rb; wgmma_gemm::RowBoxEpilogue)
     row_box: bool = False
+    # a tile width 32 more than a multiple of 64 (160, 96, 32) stages its
+    # output as 32-column boxes with the 64-byte swizzle for TMA stores
+    # instead of storing straight from registers (name: _hb;
+    # wgmma_gemm::HalfBoxEpilogue)
+    half_box: bool = False
     # K blocks per pipeline stage: each stage is one 3-D copy of A, of W and
     # of A's scales spanning stage_blocks blocks, so that narrow tiles (16 or
     # 32 W rows) issue fewer copies per byte (on the H200 one 2-D copy per
@@ -514,7 +519,7 @@ class W8A8WgmmaSpec(KernelSpec):
     def template_vars(self) -> Dict[str, Any]:
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
-                    row_box=self.row_box, stage_blocks=self.stage_blocks, early=self.early,
+                    row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
                     prewait=self.prewait, scales_first=self.scales_first)
 
@@ -544,7 +549,7 @@ class W8A8WgmmaSpec(KernelSpec):
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
-        rb = "_rb" if self.row_box else ""
+        rb = "_rb" if self.row_box else "_hb" if self.half_box else ""
         sb = f"_sb{self.stage_blocks}" if self.stage_blocks > 1 else ""
         early = f"_e{self.early}" if self.early >= 0 else ""
         unroll = f"_u{self.unroll}" if self.unroll > 1 else ""
@@ -576,7 +581,7 @@ class W8A8WgmmaSpec(KernelSpec):
         # TMA-store epilogue staging: out_boxes (or all bn/64) 64x64 bf16 boxes per 64 rows
         # (a row box: one 64 x bn box per 64 rows)
         out_tile = self.bm // 64 * (self.out_boxes or self.bn // 64) * 8192 if self.bn % 64 == 0 else 0
-        if self.row_box:
+        if self.row_box or self.half_box:  # (half boxes: bn / 32 boxes of 64 x 32 per 64 rows)
             out_tile = self.bm * self.bn * 2
         k_sums = (self.ksplit - 1) * 64 * self.bn * 4
         slice_flag = 16 if self.kslices > 1 else 0
@@ -666,6 +671,9 @@ class W8A8WgmmaSpec(KernelSpec):
             raise CatalogError(f"{self.name}: a row box stages a tile whose width is not a multiple of 64 and is "
                                "8 mod 16 or 16 mod 32 (unswizzled rows, at most 2-way bank conflicts), whole and "
                                "with 32-bit stores")
+        if self.half_box and (self.bn % 64 != 32 or self.row_box or self.out_boxes or self.stmatrix or self.bm == 256):
+            raise CatalogError(f"{self.name}: half boxes stage a tile whose width is 32 more than a multiple of 64 "
+                               "(32-column boxes, 64-byte swizzle), whole, with 32-bit stores, in 64- or 128-row tiles")
         if self.ordered and (self.bm != 128 or self.ksplit != 1):
             raise CatalogError(f"{self.name}: ordered issue takes turns between a 128-row tile's two warpgroups "
                                "(bm 128, no K split)")

@@ -215,6 +215,33 @@ def test_row_box_twins_stage_a_whole_unswizzled_box():
             W8A8WgmmaSpec(arch="sm_90a", row_box=True, **bad).check(hw)
 
 
+def test_half_box_twins_stage_32_column_swizzled_boxes():
+    """Half-box twins (_hb) keep the base's Config and specialize
+    HalfBoxEpilogue before Config is first used (the host shim reads it to
+    encode the 32-column, 64-byte-swizzled store box). Their shared memory
+    gains the whole bf16 tile; only widths 32 more than a multiple of 64,
+    in 64- or 128-row tiles, staged whole with 32-bit stores, are accepted."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=160, stages=5, split_paths=True, walk_m=True)
+    hb = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=160, stages=5, split_paths=True, walk_m=True, half_box=True)
+    hb.check(hw)
+    assert hb.name.endswith("_gm16_sp_hb_sm90a") and base.config_args() == hb.config_args()
+    assert hb.dynamic_smem - base.dynamic_smem == 128 * 160 * 2
+    text = render(hb)
+    trait = "template <> struct wg::HalfBoxEpilogue<Config> { static constexpr bool value = true; };"
+    assert trait in text and "HalfBoxEpilogue" not in render(base)
+    assert text.index(trait) < text.index("static_assert(Config::") < text.index("#ifndef FP8GEN_HOST_SHIM")
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=32, stages=4, temps=4, stage_blocks=4, half_box=True).check(hw)
+    W8A8WgmmaSpec(arch="sm_90a", bm=64, bn=96, stages=8, half_box=True).check(hw)
+    for bad in (dict(bm=128, bn=128, stages=5), dict(bm=128, bn=136, stages=5, temps=2),
+                dict(bm=128, bn=160, stages=5, row_box=True), dict(bm=128, bn=160, stages=5, stmatrix=True),
+                dict(bm=256, bn=96, stages=3)):
+        with pytest.raises(CatalogError, match="half boxes|row box|stmatrix|256-row"):
+            W8A8WgmmaSpec(arch="sm_90a", half_box=True, **bad).check(hw)
+
+
 def test_split_paths_take_one_or_two_temporaries_on_straddling_widths():
     """split_paths (_sp) builds the block-scaled promotion once per split
     point of a tile that straddles weight-scale blocks: with two

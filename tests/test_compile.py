@@ -205,8 +205,9 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         if e.params.get("temps", 1) == 2:
             # the next block's group stays in flight while the last one is promoted
             assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in text, f"{e.name}: no wgmma group kept in flight"
-        # the TMA-store epilogue: 64-column boxes, or a row box (_rb)
-        assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0 or e.params.get("row_box", False)), e.name
+        # the TMA-store epilogue: 64-column boxes, a row box (_rb) or half boxes (_hb)
+        assert ("UTMASTG" in text) == (e.params["bn"] % 64 == 0 or e.params.get("row_box", False)
+                                       or e.params.get("half_box", False)), e.name
         # ws_stage: the producer's cp.async of the weight scales, tied to the
         # stage's barrier; without it the math warps load them from L2
         # (ws_bulk: by TMA, through the scales' own map: one tensor copy more

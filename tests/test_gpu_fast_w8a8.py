@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import bulk_base_candidates  # noqa: E402
+from twins import bulk_base_candidates, half_box_base_candidates  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -427,6 +427,26 @@ def test_walk_m_twins_exist():
 def test_walk_m_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """A grid that numbers its tiles down M first gives the bits of the
     twin numbering them along N, at M of one to several tile rows."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each half-box twin (_hb: the output staged in 32-column swizzled boxes and
+# stored by TMA) and the same tile storing from registers: the same bf16
+# conversions of the same sums, so the same bits, ragged rows and columns
+# included (M = 300 leaves a partial tile row; N = 2112 a partial column tile)
+HALF_BOX = [(n, next((b for b in half_box_base_candidates(n) if b in SPECS), n.replace("_hb", "")))
+            for n, s in SPECS.items() if getattr(s, "half_box", False)]
+
+
+def test_half_box_twins_exist():
+    assert len(HALF_BOX) >= 3 and all(base in SPECS for _, base in HALF_BOX), HALF_BOX
+
+
+@pytest.mark.parametrize("twin,base", HALF_BOX, ids=[t for t, _ in HALF_BOX])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (300, 2112, 2048), (512, 5120, 1536)])
+def test_half_boxes_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """A tile stored through 32-column boxes gives the bits of its twin
+    storing from registers, early weights or not."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

@@ -2,13 +2,37 @@
 as well as the GPU tests)."""
 from __future__ import annotations
 
+import re
 from typing import List
+
+
+def _other_stages(names: List[str]) -> List[str]:
+    """The same tiles with another ring depth (the stage count changes when
+    a copy arrives, not what a block computes)."""
+    return [re.sub(r"_s\d+_", f"_s{s}_", n) for n in names for s in range(2, 17)]
+
+
+def _unique(names: List[str]) -> List[str]:
+    return list(dict.fromkeys(names))
 
 
 def bulk_base_candidates(name: str) -> List[str]:
     """A _wsb twin's bases, best first: the twin with the weight scales in
     the stage by cp.async (_ws), else the one loading them from L2; for a
     twin walking down M without either, the walk-along-N twin's (the walk
-    changes which CTA takes a tile, not a tile's arithmetic)."""
-    walk_n = name.replace("_gm16_", "_g16_")
-    return [n.replace("_wsb", suffix) for n in (name, walk_n) for suffix in ("_ws", "")]
+    changes which CTA takes a tile, not a tile's arithmetic); then, for a
+    twin that also stores through half boxes (_hb) or unrolls its K loop
+    (_u<n>), the same without those; then any of them at another stage
+    count."""
+    plain = re.sub(r"_(hb|u\d)(?=_)", "", name)
+    named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
+                                                  plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
+    return _unique(named + _other_stages(named))
+
+
+def half_box_base_candidates(name: str) -> List[str]:
+    """A half-box twin's (_hb) bases, best first: the same instance storing
+    from registers, then at another stage count (a staged tile can leave
+    room for one stage fewer)."""
+    base = name.replace("_hb", "")
+    return _unique([base] + _other_stages([base]))

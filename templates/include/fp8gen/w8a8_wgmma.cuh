@@ -163,6 +163,21 @@ struct RowBoxEpilogue {
   static constexpr bool value = false;
 };
 
+// A tile whose width is 32 more than a multiple of 64 (160, 96, 32) stages
+// its bf16 output as BN / 32 boxes of 32 columns per 64 rows, each with the
+// 64-byte swizzle (rows 64 bytes apart; a 16-byte chunk's index XOR bits 1-2
+// of its row), and stores them by TMA, instead of storing each thread's
+// column pairs straight to global memory. A warp's 32-bit staging store
+// covers rows r0..r0+7 of one chunk column: two rows per 32 banks, and the
+// four row pairs in four different chunks, so conflict-free. On the H100 the
+// register stores held a one-wave 128x160 tile 3.2 us past its K loop
+// against 0.7 for the 128x80 row box (gen probe run's trace, 5120x17408
+// M=512, thirty-eighth session). A trait for the reason RowBoxEpilogue is.
+template <class C>
+struct HalfBoxEpilogue {
+  static constexpr bool value = false;
+};
+
 // Weight scales in the stage by TMA (needs WS_STAGE and one block per
 // stage): the producer copies a box of the weight scales, 4 K blocks from
 // the stage's block on x the scale rows the tile spans (1 or 2; rows past
@@ -267,16 +282,20 @@ struct Config {
   // in boxes of 64 columns (128-byte swizzle), or with ROW_BOX in one box of
   // BN columns (RowBoxEpilogue); other widths store straight from registers.
   static constexpr bool ROW_BOX = RowBoxEpilogue<Config>::value;
-  static constexpr bool TMA_STORE = BN % 64 == 0 || ROW_BOX;
-  static constexpr int OUT_BOX_BYTES = ROW_BOX ? 64 * BN * 2 : 64 * 128;  // 64 rows x 64 (BN) bf16
+  static constexpr bool HALF_BOX = HalfBoxEpilogue<Config>::value;  // 32-column boxes, 64-byte swizzle
+  static constexpr bool TMA_STORE = BN % 64 == 0 || ROW_BOX || HALF_BOX;
+  static constexpr int BOX_COLS = ROW_BOX ? BN : HALF_BOX ? 32 : 64;  // columns per output box
+  static constexpr int OUT_BOX_BYTES = 64 * BOX_COLS * 2;  // 64 rows x BOX_COLS bf16
   // Boxes staged at once per warpgroup (0: the whole row of BN / 64). Fewer
   // stage the tile in passes, leaving shared memory for another pipeline
   // stage (6 x 128x128 stages and a whole staged tile exceed 227 KB).
-  static constexpr int OUT_BOXES = TMA_STORE ? (ROW_BOX ? 1 : OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / 64) : 0;
-  static constexpr int OUT_PASSES = TMA_STORE ? (ROW_BOX ? 1 : BN / 64 / OUT_BOXES) : 0;
+  static constexpr int OUT_BOXES = TMA_STORE ? (ROW_BOX ? 1 : OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / BOX_COLS) : 0;
+  static constexpr int OUT_PASSES = TMA_STORE ? (ROW_BOX ? 1 : BN / BOX_COLS / OUT_BOXES) : 0;
   static_assert(!ROW_BOX || ((BN % 16 == 8 || BN % 32 == 16) && OUT_BOXES_ == 0),
                 "a row box: a width whose staging stores conflict at most 2-way (BN % 16 == 8 or BN % 32 == 16), "
                 "staged whole");
+  static_assert(!HALF_BOX || (BN % 64 == 32 && !ROW_BOX && OUT_BOXES_ == 0),
+                "half boxes: a width 32 more than a multiple of 64, staged whole, not a row box");
   static constexpr int OUT_BYTES = ROW_WG * WAVES * OUT_BOXES * OUT_BOX_BYTES;
   // The K-split partial sums: (KSPLIT - 1) x 64 x BN floats.
   static constexpr int RED_BYTES = (KSPLIT - 1) * 64 * BN * 4;
@@ -1411,6 +1430,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
             const uint32_t at = (SLICE) + r * (C::BN * 2) + c * 16 + (lane % 4) * 4;                                  \
             stage_bf16_pairs(at, at + 8 * (C::BN * 2), (ACC) + 4 * c);                                                \
           }                                                                                                           \
+        } else if constexpr (C::HALF_BOX) {                                                                           \
+          /* rows r and r + 8 of box c / 4 (64 bytes a row), chunk c % 4 XOR bits 1-2 of the row (lane / 8) */       \
+          const int r = warp * 16 + lane / 4;                                                                         \
+          _Pragma("unroll") for (int c = 0; c < C::BN / 8; ++c) {                                                     \
+            const uint32_t at = (SLICE) + (c / 4) * C::OUT_BOX_BYTES + r * 64 + ((c % 4) ^ (lane / 8)) * 16 +         \
+                                (lane % 4) * 4;                                                                       \
+            stage_bf16_pairs(at, at + 8 * 64, (ACC) + 4 * c);                                                         \
+          }                                                                                                           \
         } else if constexpr (StmatrixEpilogue<C>::value) {                                                            \
           const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);                                            \
           const int sgrp = lane >> 4;                                                                                 \
@@ -1448,8 +1475,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
             } else {
 #pragma unroll
               for (int b = 0; b < C::OUT_BOXES; ++b)
-                ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b),
-                                  tm * C::BM + wg_row * 64);
+                ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES,
+                                  n0 + C::BOX_COLS * (pass * C::OUT_BOXES + b), tm * C::BM + wg_row * 64);
             }
             ptx::bulk_commit();
           }
@@ -1478,7 +1505,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
               } else {
 #pragma unroll
                 for (int b = 0; b < C::OUT_BOXES; ++b)
-                  ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES, n0 + 64 * (pass * C::OUT_BOXES + b), m0);
+                  ptx::tma_store_2d(&p.tma_out, slice + b * C::OUT_BOX_BYTES,
+                                    n0 + C::BOX_COLS * (pass * C::OUT_BOXES + b), m0);
               }
             }
             ptx::bulk_commit();
@@ -1677,8 +1705,10 @@ struct Shim {
         (C::BLOCK_SCALES && !encode_2d(&p.tma_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfa, ld_sfa, kblocks,
                                        uint64_t(ld_sfa) * 4, sa_tokens, C::KB, CU_TENSOR_MAP_SWIZZLE_NONE)) ||
         (C::TMA_STORE && !encode_2d(&p.tma_out, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, d, N, M, uint64_t(N) * 2,
-                                    C::ROW_BOX ? C::BN : 64, 64,
-                                    C::ROW_BOX ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B)))
+                                    C::BOX_COLS, 64,
+                                    C::ROW_BOX    ? CU_TENSOR_MAP_SWIZZLE_NONE
+                                    : C::HALF_BOX ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                  : CU_TENSOR_MAP_SWIZZLE_128B)))
       return kEncodeFailed;
     if constexpr (BulkWeightScales<C>::value) {  // 4 K blocks x the scale rows a tile spans
       if (!encode_2d(&p.tma_ws, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sfw, kblocks, (N + 127) / 128, uint64_t(kblocks) * 4,
