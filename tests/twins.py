@@ -23,11 +23,14 @@ def bulk_base_candidates(name: str) -> List[str]:
     changes which CTA takes a tile, not a tile's arithmetic); then, for a
     twin that also stores through half boxes (_hb) or unrolls its K loop
     (_u<n>), the same without those; then any of them at another stage
-    count."""
+    count; last, for a one-temporary twin, the two-temporary tile's (the
+    same promotion of the same blocks in the same order, so the same bits)."""
     plain = re.sub(r"_(hb|u\d)(?=_)", "", name)
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
-    return _unique(named + _other_stages(named))
+    named += _other_stages(named)
+    two_temps = [re.sub(r"(_gm?\d+)(?!_t\d)", r"\1_t2", n, count=1) for n in named]
+    return _unique(named + two_temps)
 
 
 def half_box_base_candidates(name: str) -> List[str]:
