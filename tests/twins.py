@@ -29,7 +29,7 @@ def bulk_base_candidates(name: str) -> List[str]:
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
     named += _other_stages(named)
-    two_temps = [re.sub(r"(_gm?\d+)(?!_t\d)", r"\1_t2", n, count=1) for n in named]
+    two_temps = [re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", n, count=1) for n in named]
     return _unique(named + two_temps)
 
 

@@ -279,14 +279,15 @@ struct Config {
   static constexpr int STAGE_A = KB * A_BYTES, STAGE_W = KB * W_BYTES;
   static constexpr int SA_STRIDE = (KB * SA_BYTES + (WS_STAGE ? 16 : 0) + 127) / 128 * 128;
   // The epilogue stages bf16 tiles in shared memory and stores them by TMA
-  // in boxes of 64 columns (128-byte swizzle), or with ROW_BOX in one box of
-  // BN columns (RowBoxEpilogue); other widths store straight from registers.
+  // in boxes of 64 columns (128-byte swizzle), with ROW_BOX in one box of BN
+  // columns (RowBoxEpilogue), or with HALF_BOX in boxes of 32 columns (64-byte
+  // swizzle; HalfBoxEpilogue); other widths store straight from registers.
   static constexpr bool ROW_BOX = RowBoxEpilogue<Config>::value;
   static constexpr bool HALF_BOX = HalfBoxEpilogue<Config>::value;  // 32-column boxes, 64-byte swizzle
   static constexpr bool TMA_STORE = BN % 64 == 0 || ROW_BOX || HALF_BOX;
   static constexpr int BOX_COLS = ROW_BOX ? BN : HALF_BOX ? 32 : 64;  // columns per output box
   static constexpr int OUT_BOX_BYTES = 64 * BOX_COLS * 2;  // 64 rows x BOX_COLS bf16
-  // Boxes staged at once per warpgroup (0: the whole row of BN / 64). Fewer
+  // Boxes staged at once per warpgroup (0: the whole row of BN / BOX_COLS). Fewer
   // stage the tile in passes, leaving shared memory for another pipeline
   // stage (6 x 128x128 stages and a whole staged tile exceed 227 KB).
   static constexpr int OUT_BOXES = TMA_STORE ? (ROW_BOX ? 1 : OUT_BOXES_ > 0 ? OUT_BOXES_ : BN / BOX_COLS) : 0;
@@ -1411,7 +1412,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // ---- epilogue: bf16 into this warpgroup's 64-row slice of shared
       // memory (128-byte swizzle: conflict-free), then TMA stores of 64x64
       // boxes that clip ragged rows and columns, OUT_BOXES boxes per pass
-      // (a row box: one unswizzled 64 x BN box, one pass).
+      // (a row box: one unswizzled 64 x BN box, one pass; half boxes: BN / 32
+      // 64x32 boxes with the 64-byte swizzle, one pass).
       // The stores run on while the next tile's MMAs start; the slice is
       // reused only after they read it.
       // Staging one 64-row slice of bf16 for the TMA stores (pass `pass`):
