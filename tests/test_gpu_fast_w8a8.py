@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import bulk_base_candidates, half_box_base_candidates  # noqa: E402
+from twins import bulk_base_candidates, half_box_base_candidates, pair_base_candidates  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -447,6 +447,27 @@ def test_half_box_twins_exist():
 def test_half_boxes_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """A tile stored through 32-column boxes gives the bits of its twin
     storing from registers, early weights or not."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each 2-CTA pair of the raw-PTX family and the same tile in one CTA (the
+# pair splits the copy of the box it shares and multicasts the halves; each
+# CTA's arithmetic is its 1-CTA twin's, so the same bits). Odd tile counts
+# along the pair's axis (M = 300 and 640 for 128-row pairs, N = 2112 for
+# 128-wide pairs along N) leave a last pair with one CTA past the edge.
+PAIRS = [(n, b) for n, s in SPECS.items() if s.family == "w8a8_wgmma" and s.cluster_m * s.cluster_n > 1
+         for b in [next((c for c in pair_base_candidates(n) if c in SPECS), None)] if b]
+
+
+def test_pair_twins_exist():
+    assert len(PAIRS) >= 7, PAIRS
+
+
+@pytest.mark.parametrize("twin,base", PAIRS, ids=[t for t, _ in PAIRS])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (300, 2112, 2048), (640, 5120, 1536)])
+def test_pairs_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """A 2-CTA pair gives the bits of the same tile run in one CTA, early
+    weights asked for or not (a pair does not copy early)."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

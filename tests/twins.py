@@ -16,6 +16,15 @@ def _unique(names: List[str]) -> List[str]:
     return list(dict.fromkeys(names))
 
 
+def pair_base_candidates(name: str) -> List[str]:
+    """A 2-CTA pair's (_c2x1, _c1x2) bases, best first: the same tile in one
+    CTA, then at another stage count. A pair only splits the copy of the box
+    it shares and multicasts each half to both CTAs; each CTA's blocks, MMAs
+    and promotion are its 1-CTA twin's."""
+    base = re.sub(r"_c\d+x\d+(?=_)", "", name)
+    return [] if base == name else _unique([base] + _other_stages([base]))
+
+
 def bulk_base_candidates(name: str) -> List[str]:
     """A _wsb twin's bases, best first: the twin with the weight scales in
     the stage by cp.async (_ws), else the one loading them from L2; for a
@@ -24,18 +33,22 @@ def bulk_base_candidates(name: str) -> List[str]:
     twin that also stores through half boxes (_hb) or unrolls its K loop
     (_u<n>), the same without those; then any of them at another stage
     count; last, for a one-temporary twin, the two-temporary tile's (the
-    same promotion of the same blocks in the same order, so the same bits)."""
+    same promotion of the same blocks in the same order, so the same bits);
+    for a 2-CTA pair with none of those, the bases of its 1-CTA twin."""
     plain = re.sub(r"_(hb|u\d)(?=_)", "", name)
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
     named += _other_stages(named)
     two_temps = [re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", n, count=1) for n in named]
-    return _unique(named + two_temps)
+    unpaired = [b for p in pair_base_candidates(name)[:1] for b in bulk_base_candidates(p)]
+    return _unique(named + two_temps + unpaired)
 
 
 def half_box_base_candidates(name: str) -> List[str]:
     """A half-box twin's (_hb) bases, best first: the same instance storing
     from registers, then at another stage count (a staged tile can leave
-    room for one stage fewer)."""
+    room for one stage fewer); for a 2-CTA pair, then its 1-CTA twin's
+    bases."""
     base = name.replace("_hb", "")
-    return _unique([base] + _other_stages([base]))
+    unpaired = [b for p in pair_base_candidates(name)[:1] for b in half_box_base_candidates(p)]
+    return _unique([base] + _other_stages([base]) + unpaired)
