@@ -12,7 +12,7 @@ from gen.catalog import specs_for
 from gen.toolchain import sass_tool
 from runtime.errors import CatalogError, CompileError
 from runtime.paths import REPO_ROOT, build_dir
-from twins import bulk_base_candidates
+from twins import bulk_base_candidates, first_of
 
 pytestmark = pytest.mark.compiler
 QUIET = lambda line: None  # noqa: E731
@@ -190,6 +190,7 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
     _, entries = manifest.load(manifest_path("sm_90a"))
     fams = {"w8a8_wgmma", "w8a8_tensor", "w8a8_row"}
     found = [e for e in entries if e.family in fams]
+    built = {p.stem for p in sm90a_built.glob("*.cubin")}
     assert {e.family for e in found} == fams
     for e in found:
         text = sass(sm90a_built / f"{e.name}.cubin")
@@ -216,7 +217,8 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
         bulk = e.params.get("ws_bulk", False)
         assert ("LDGSTS" in text and "ARRIVES.LDGSTSBAR" in text) == (ws and not bulk), f"{e.name}: weight-scale copy"
         if bulk:
-            twin = next(n for n in bulk_base_candidates(e.name) if (sm90a_built / f"{n}.cubin").is_file())
+            twin = first_of(bulk_base_candidates(e.name), built)
+            assert twin, f"{e.name}: no base of this _wsb twin is built"
             # (a 2-CTA pair with the scales in the stage copies no W box
             # before the grid-dependency wait, wgmma_gemm's kEarly: where its
             # twin does, the twin has that copy site more)

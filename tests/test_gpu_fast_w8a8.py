@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import bulk_base_candidates, half_box_base_candidates, pair_base_candidates  # noqa: E402
+from twins import bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -393,7 +393,7 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
 # L2): the same FFMAs in the same order, so the same bits
 # (twins.bulk_base_candidates: a twin walking down M without either is
 # paired with the walk-along-N twin's base)
-BULK_WS = [(n, next((b for b in bulk_base_candidates(n) if b in SPECS), n.replace("_wsb", "")))
+BULK_WS = [(n, first_of(bulk_base_candidates(n), SPECS) or n.replace("_wsb", ""))
            for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
 
 
@@ -434,7 +434,7 @@ def test_walk_m_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
 # stored by TMA) and the same tile storing from registers: the same bf16
 # conversions of the same sums, so the same bits, ragged rows and columns
 # included (M = 300 leaves a partial tile row; N = 2112 a partial column tile)
-HALF_BOX = [(n, next((b for b in half_box_base_candidates(n) if b in SPECS), n.replace("_hb", "")))
+HALF_BOX = [(n, first_of(half_box_base_candidates(n), SPECS) or n.replace("_hb", ""))
             for n, s in SPECS.items() if getattr(s, "half_box", False)]
 
 
@@ -455,8 +455,8 @@ def test_half_boxes_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
 # CTA's arithmetic is its 1-CTA twin's, so the same bits). Odd tile counts
 # along the pair's axis (M = 300 and 640 for 128-row pairs, N = 2112 for
 # 128-wide pairs along N) leave a last pair with one CTA past the edge.
-PAIRS = [(n, b) for n, s in SPECS.items() if s.family == "w8a8_wgmma" and s.cluster_m * s.cluster_n > 1
-         for b in [next((c for c in pair_base_candidates(n) if c in SPECS), None)] if b]
+PAIRS = [(n, b) for n, s in SPECS.items() if s.family == "w8a8_wgmma"
+         for b in [first_of(pair_base_candidates(n), SPECS)] if b]
 
 
 def test_pair_twins_exist():

@@ -3,7 +3,7 @@ as well as the GPU tests)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Container, Iterable, List, Optional
 
 
 def _other_stages(names: List[str]) -> List[str]:
@@ -14,6 +14,11 @@ def _other_stages(names: List[str]) -> List[str]:
 
 def _unique(names: List[str]) -> List[str]:
     return list(dict.fromkeys(names))
+
+
+def first_of(candidates: Iterable[str], present: Container[str]) -> Optional[str]:
+    """The first candidate base that is built (in `present`), or None."""
+    return next((n for n in candidates if n in present), None)
 
 
 def pair_base_candidates(name: str) -> List[str]:
