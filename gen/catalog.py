@@ -506,6 +506,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # activation scales are read from the stage before its MMAs are issued
     # instead of after (name: _sf; wgmma_gemm::ScalesFirst)
     scales_first: bool = False
+    # the two-temporary K loop unrolled by a turn of the ring, taken by units
+    # that start at slot 0 with a multiple of `stages` K blocks, so that the
+    # slots, barriers, descriptors and parities are compile-time offsets
+    # (name: _ru; wgmma_gemm::RingUnroll)
+    ring_unroll: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -521,7 +526,7 @@ class W8A8WgmmaSpec(KernelSpec):
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
-                    prewait=self.prewait, scales_first=self.scales_first)
+                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -555,6 +560,7 @@ class W8A8WgmmaSpec(KernelSpec):
         unroll = f"_u{self.unroll}" if self.unroll > 1 else ""
         unroll += "_pw" if self.prewait else ""
         unroll += "_sf" if self.scales_first else ""
+        unroll += "_ru" if self.ring_unroll else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -695,6 +701,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.scales_first and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: scales_first reads block activation scales before the MMAs (block-scaled "
                                "family, weight scales from L2: no ws_stage, one-block stages)")
+        if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.bm == 256):
+            raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
+                               "inside the CTA, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

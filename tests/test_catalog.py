@@ -531,3 +531,25 @@ def test_an_unrolled_or_prewaiting_k_loop_is_a_one_temporary_twin():
                 {"unroll": 2, "bm": 64, "bn": 32, "stages": 4, "temps": 2, "stage_blocks": 2}):
         with pytest.raises(CatalogError, match="unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5), **bad)).check(hw)
+
+
+def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
+    """ring_unroll (_ru) unrolls the two-temporary K loop by a turn of the
+    ring: a twin of the same Config (its rendered source adds only the
+    RingUnroll specialization), refused for the one- and four-temporary
+    loops, K splits inside the CTA, multi-block stages and 256-row tiles."""
+    from gen.render import render
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True)
+    ru = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True, ring_unroll=True)
+    ru.check(hw)
+    assert ru.name == base.name.replace("_t2_", "_t2_ru_")
+    assert ru.config_args() == base.config_args()
+    assert "RingUnroll<Config> { static constexpr bool value = true; }" in render(ru)
+    assert "RingUnroll" not in render(base)
+    for bad in ({"temps": 1}, {"bm": 256, "bn": 128, "stages": 3, "temps": 1},
+                {"bm": 64, "ksplit": 2, "stages": 4, "stage_blocks": 2},
+                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2}):
+        with pytest.raises(CatalogError, match="ring_unroll"):
+            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
+                                                 **bad)).check(hw)

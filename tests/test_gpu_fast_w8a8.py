@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates  # noqa: E402
+from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
+                   ring_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -468,6 +469,30 @@ def test_pair_twins_exist():
 def test_pairs_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """A 2-CTA pair gives the bits of the same tile run in one CTA, early
     weights asked for or not (a pair does not copy early)."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each ring-unrolled twin (_ru: the two-temporary K loop unrolled by a turn
+# of the ring) and the same tile with the rolled loop: the same MMAs and
+# promotions of the same blocks in the same order, so the same bits.
+RING = [(n, b) for n, s in SPECS.items() if getattr(s, "ring_unroll", False)
+        for b in [first_of(ring_base_candidates(n), SPECS)] if b]
+
+
+def test_ring_twins_exist():
+    ring = [n for n, s in SPECS.items() if getattr(s, "ring_unroll", False)]
+    assert ring and len(RING) == len(ring), (ring, RING)
+
+
+@pytest.mark.parametrize("twin,base", RING, ids=[t for t, _ in RING])
+@pytest.mark.parametrize("M,N,K", [(300, 2112, 7168), (1000, 7168, 3072), (640, 5120, 5120), (1000, 2112, 3840),
+                                   (1, 4096, 2048), (1, 4096, 1536), (200, 4096, 640)])
+def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """A ring-unrolled K loop gives its rolled twin's bits, on units that
+    take it and on those that fall back. K blocks of 56, 24, 40, 30, 16, 12
+    and 5: each of the 4-, 8- and 10-stage rings meets an odd and an even
+    number of turns per unit and a count it does not divide; M = 1000 and
+    640 give CTAs several tiles, so the ring's parity carries across units."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

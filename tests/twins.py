@@ -57,3 +57,12 @@ def half_box_base_candidates(name: str) -> List[str]:
     base = name.replace("_hb", "")
     unpaired = [b for p in pair_base_candidates(name)[:1] for b in half_box_base_candidates(p)]
     return _unique([base] + _other_stages([base]) + unpaired)
+
+
+def ring_base_candidates(name: str) -> List[str]:
+    """A ring-unrolled twin's (_ru) bases, best first: the same instance with
+    the rolled K loop, then at another stage count (the ring depth the
+    unrolling follows changes when a copy arrives, not what a block
+    computes)."""
+    base = name.replace("_ru", "")
+    return [] if base == name else _unique([base] + _other_stages([base]))

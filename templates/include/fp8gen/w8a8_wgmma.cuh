@@ -505,6 +505,22 @@ struct KLoopUnroll {
   static constexpr int value = 1;
 };
 
+// The two-temporary K loop unrolled by a whole turn of the ring (STAGES
+// blocks, twice that when a turn holds an odd number of steps), taken when
+// a unit starts at ring slot 0 with a multiple of STAGES blocks (then every
+// unit does, and the ring restarts at slot 0 each tile). Each step's slot,
+// barriers, descriptors and parity are then compile-time offsets, and the
+// loop tests for its end once per turn instead of once per step. Other
+// units take the rolled loop. Built because at 2112x7168 M=512 DeepGEMM's
+// 128x64 tile (K blocks a multiple of its 8 stages) ran 70.8 warp
+// instructions per math warp and K block against 95.5 for ours, 0.59 M
+// of the difference uniform ring arithmetic (ncu-h100-src39.json). A trait
+// for the same reason as SplitPaths.
+template <class C>
+struct RingUnroll {
+  static constexpr bool value = false;
+};
+
 // The one-temporary K loop waits for the next block's stage right after
 // issuing a block's last MMA group, while those MMAs run, instead of after
 // their promotion: in the 256x128 tile's SASS the path from the last
@@ -1219,7 +1235,68 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       break;                                                                                   \
     }                                                                                          \
   }
-      if constexpr (kSplitPaths) {
+      // RingUnroll: the loop above a turn of the ring per pass (two when a
+      // turn holds an odd number of steps, so that each temporary keeps its
+      // steps), step i of a pass being block i / CHUNKS of it (slot i /
+      // CHUNKS mod STAGES, the parity flipped in its second turn), chunk
+      // i % CHUNKS, temporary ta on even steps. Only a step that ends a turn
+      // can be the unit's last, but the first step of a pass asks too
+      // (never true: a turn holds STAGES >= 2 blocks): with exits only after
+      // tb's steps, ptxas 13.0 serialized every wgmma (C7514, in-flight
+      // accumulators read), with one after a step of ta's it did not.
+#define FP8GEN_WGMMA_T2_RING_STEP(SPLIT, T, X0, X1, XLO, XHI, U, Y0, Y1, YLO, YHI)             \
+  if (more) {                                                                                  \
+    issue(nb % C::STAGES, rph ^ uint32_t(nb / C::STAGES & 1), 0, nc, U, Y0, Y1, YLO, YHI, kb0 + nb); \
+    if constexpr (!C::WS_STAGE) w_scales(kb0 + nb, YLO, YHI);                                  \
+    ptx::wgmma_wait<1>();                                                                      \
+    retire(SPLIT, b % C::STAGES, c, T, X0, X1, XLO, XHI, true);                                \
+  } else {                                                                                     \
+    ptx::wgmma_wait<0>();                                                                      \
+    retire(SPLIT, b % C::STAGES, c, T, X0, X1, XLO, XHI, true);                                \
+    goto fp8gen_ring_done;                                                                     \
+  }
+#define FP8GEN_WGMMA_T2_RING_LOOP(SPLIT)                                                       \
+  constexpr int PASS = C::STAGES * C::CHUNKS % 2 ? 2 * C::STAGES : C::STAGES; /* blocks */     \
+  float ta[TACC], tb[TACC];                                                                    \
+  float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;                                            \
+  uint32_t rph = phase; /* slot 0's parity in the pass's first turn */                         \
+  issue(0, rph, 0, 0, ta, a0, a1, wa_lo, wa_hi, kb_begin);                                     \
+  if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
+  for (int kb0 = kb_begin;; kb0 += PASS) {                                                     \
+    _Pragma("unroll") for (int i = 0; i < PASS * C::CHUNKS; ++i) {                             \
+      const int b = i / C::CHUNKS, c = i % C::CHUNKS;               /* this step */           \
+      const int nb = (i + 1) / C::CHUNKS, nc = (i + 1) % C::CHUNKS; /* the next */            \
+      const bool more = i == 0 || (nc == 0 && nb % C::STAGES == 0) ? kb0 + nb < kb_end : true; \
+      if (i % 2 == 0) {                                                                        \
+        FP8GEN_WGMMA_T2_RING_STEP(SPLIT, ta, a0, a1, wa_lo, wa_hi, tb, b0, b1, wb_lo, wb_hi)   \
+      } else {                                                                                 \
+        FP8GEN_WGMMA_T2_RING_STEP(SPLIT, tb, b0, b1, wb_lo, wb_hi, ta, a0, a1, wa_lo, wa_hi)   \
+      }                                                                                        \
+    }                                                                                          \
+    rph ^= uint32_t(PASS / C::STAGES & 1);                                                     \
+  }                                                                                            \
+  fp8gen_ring_done:                                                                            \
+  phase ^= uint32_t((kb_end - kb_begin) / C::STAGES) & 1u; /* (stage: back at 0) */
+      if constexpr (RingUnroll<C>::value) {
+        static_assert(C::KSPLIT == 1 && C::WAVES == 1, "ring unrolling: the two-temporary loop");
+        // (every unit of a call starts at slot 0 once the first does)
+        const int nblk = kb_end - kb_begin;
+        const bool ring = stage == 0 && nblk > 0 && nblk % C::STAGES == 0;
+        if constexpr (kSplitPaths) {
+          const int lo = min((boundary - n0) / 8, C::BN / 8);
+          with_split<kSplitStep, C::BN / 8, kSplitStep>(lo, [&](auto split) {
+            if (ring) {
+              FP8GEN_WGMMA_T2_RING_LOOP(split)
+            } else {
+              FP8GEN_WGMMA_T2_LOOP(split)
+            }
+          });
+        } else if (ring) {
+          FP8GEN_WGMMA_T2_RING_LOOP(SplitAt<-1>{})
+        } else {
+          FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
+        }
+      } else if constexpr (kSplitPaths) {
         // (8-column groups before the next scale block, or all of them: a
         // multiple of kSplitStep, since n0 and the boundary both are)
         const int lo = min((boundary - n0) / 8, C::BN / 8);
@@ -1227,6 +1304,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       } else {
         FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
       }
+#undef FP8GEN_WGMMA_T2_RING_LOOP
+#undef FP8GEN_WGMMA_T2_RING_STEP
 #undef FP8GEN_WGMMA_T2_LOOP
     } else {
       // One temporary: wait, MMAs, wait, promote, chunk by chunk. The math
