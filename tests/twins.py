@@ -61,8 +61,15 @@ def half_box_base_candidates(name: str) -> List[str]:
 
 def ring_base_candidates(name: str) -> List[str]:
     """A ring-unrolled twin's (_ru) bases, best first: the same instance with
-    the rolled K loop, then at another stage count (the ring depth the
-    unrolling follows changes when a copy arrives, not what a block
-    computes)."""
+    the rolled K loop, then with a one-temporary loop unrolled 2, 4 or 8
+    blocks (_u<n>: the same blocks in the same order), then any of them at
+    another stage count (the ring depth the unrolling follows changes when
+    a copy arrives, not what a block computes); for a 2-CTA pair, then its
+    1-CTA twin's bases."""
     base = name.replace("_ru", "")
-    return [] if base == name else _unique([base] + _other_stages([base]))
+    if base == name:
+        return []
+    named = [base] + ([re.sub(r"(?=_sm\d+a?$)", f"_u{n}", base) for n in (2, 4, 8)]
+                      if not re.search(r"_u\d(?=_)", base) else [])
+    unpaired = [b for p in pair_base_candidates(name)[:1] for b in ring_base_candidates(p)]
+    return _unique(named + _other_stages(named) + unpaired)
