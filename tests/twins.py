@@ -36,11 +36,11 @@ def bulk_base_candidates(name: str) -> List[str]:
     twin walking down M without either, the walk-along-N twin's (the walk
     changes which CTA takes a tile, not a tile's arithmetic); then, for a
     twin that also stores through half boxes (_hb) or unrolls its K loop
-    (_u<n>), the same without those; then any of them at another stage
+    (_u<n>, _ru), the same without those; then any of them at another stage
     count; last, for a one-temporary twin, the two-temporary tile's (the
     same promotion of the same blocks in the same order, so the same bits);
     for a 2-CTA pair with none of those, the bases of its 1-CTA twin."""
-    plain = re.sub(r"_(hb|u\d)(?=_)", "", name)
+    plain = re.sub(r"_(hb|u\d|ru)(?=_)", "", name)
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
     named += _other_stages(named)
