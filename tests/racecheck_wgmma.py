@@ -2,7 +2,7 @@
 slow under it): every split-K (workspace or cluster), two-temporary,
 column-chunked, 2-CTA cluster, weight-scales-in-the-stage or in-lanes, stmatrix-
 epilogue, row-box-epilogue, ordered-issue, multi-block-stage, own-early-count,
-unrolled-K-loop, scales-first and 256-row wgmma instance (shape-specialized ones only when
+unrolled-K-loop (by blocks or by a turn of the ring), scales-first and 256-row wgmma instance (shape-specialized ones only when
 named, at their own N and K),
 launched three times (the counters' reset path included; twice with
 early_weights, the first W copies before the grid-dependency wait),
@@ -12,7 +12,8 @@ CTA along M lies past the last row, so that path runs too; M below a tile's
 rows shrinks the A and A-scale boxes (Shim::prepare).
 Run: compute-sanitizer --tool racecheck python3 tests/racecheck_wgmma.py [--k=K] [NAME-PART ...]
 (--k: the generic instances' K, 1024 by default; lane-held weight scales
-reload every 32 K blocks, so K > 4096 runs that path too.)"""
+reload every 32 K blocks, so K > 4096 runs that path too; a ring-unrolled loop
+runs unrolled only where STAGES divides the K blocks.)"""
 import sys
 
 import torch
@@ -29,7 +30,7 @@ def main() -> int:
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
                   or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.row_box or s.half_box
                   or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes or s.unroll > 1
-                  or s.scales_first)}
+                  or s.scales_first or s.ring_unroll)}
     k_generic = 1024
     parts = []
     for arg in sys.argv[1:]:
