@@ -506,7 +506,7 @@ class W8A8WgmmaSpec(KernelSpec):
     # activation scales are read from the stage before its MMAs are issued
     # instead of after (name: _sf; wgmma_gemm::ScalesFirst)
     scales_first: bool = False
-    # the one- or two-temporary K loop unrolled by a turn of the ring, taken by units
+    # the two-temporary K loop unrolled by a turn of the ring, taken by units
     # that start at slot 0 with a multiple of `stages` K blocks, so that the
     # slots, barriers, descriptors and parities are compile-time offsets
     # (name: _ru; wgmma_gemm::RingUnroll)
@@ -701,10 +701,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.scales_first and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: scales_first reads block activation scales before the MMAs (block-scaled "
                                "family, weight scales from L2: no ws_stage, one-block stages)")
-        if self.ring_unroll and (self.temps not in (1, 2) or self.ksplit != 1 or self.stage_blocks != 1
-                                 or self.prewait):
-            raise CatalogError(f"{self.name}: ring_unroll unrolls the one- or two-temporary K loop (temps 1 or 2, "
-                               "no K split inside the CTA, one-block stages, no prewait)")
+        if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1):
+            raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
+                               "inside the CTA, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

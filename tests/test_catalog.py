@@ -534,10 +534,11 @@ def test_an_unrolled_or_prewaiting_k_loop_is_a_one_temporary_twin():
 
 
 def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
-    """ring_unroll (_ru) unrolls the one- or two-temporary K loop by a turn
-    of the ring: a twin of the same Config (its rendered source adds only
-    the RingUnroll specialization), refused for four temporaries, K splits
-    inside the CTA, multi-block stages and the prewaiting loop."""
+    """ring_unroll (_ru) unrolls the two-temporary K loop by a turn of the
+    ring: a twin of the same Config (its rendered source adds only the
+    RingUnroll specialization), refused for the one- and four-temporary
+    loops (the one-temporary variant was measured no faster and not kept),
+    K splits inside the CTA and multi-block stages."""
     from gen.render import render
     hw = load_hardware("sm_90a")
     base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True)
@@ -547,14 +548,10 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
     assert ru.config_args() == base.config_args()
     assert "RingUnroll<Config> { static constexpr bool value = true; }" in render(ru)
     assert "RingUnroll" not in render(base)
-    one = W8A8WgmmaSpec(arch="sm_90a", bm=256, bn=128, stages=3, cluster_n=2, stmatrix=True, unroll=2,
-                        ring_unroll=True)
-    one.check(hw)
-    assert one.name.endswith("_st_u2_ru_sm90a")
-    for bad in ({"temps": 4, "bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
-                {"temps": 1, "bm": 64, "ksplit": 2, "stages": 4},
-                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
-                {"temps": 1, "bm": 256, "bn": 128, "stages": 3, "unroll": 2, "prewait": True}):
+    for bad in ({"temps": 1}, {"bm": 256, "bn": 128, "stages": 3, "temps": 1},
+                {"temps": 4, "bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
+                {"bm": 64, "ksplit": 2, "stages": 4, "stage_blocks": 2},
+                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2}):
         with pytest.raises(CatalogError, match="ring_unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
                                                  **bad)).check(hw)

@@ -36,11 +36,11 @@ def bulk_base_candidates(name: str) -> List[str]:
     twin walking down M without either, the walk-along-N twin's (the walk
     changes which CTA takes a tile, not a tile's arithmetic); then, for a
     twin that also stores through half boxes (_hb) or unrolls its K loop
-    (_u<n>, _ru), the same without those; then any of them at another stage
+    (_u<n>), the same without those; then any of them at another stage
     count; last, for a one-temporary twin, the two-temporary tile's (the
     same promotion of the same blocks in the same order, so the same bits);
     for a 2-CTA pair with none of those, the bases of its 1-CTA twin."""
-    plain = re.sub(r"_(hb|u\d|ru)(?=_)", "", name)
+    plain = re.sub(r"_(hb|u\d)(?=_)", "", name)
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
     named += _other_stages(named)
@@ -61,15 +61,8 @@ def half_box_base_candidates(name: str) -> List[str]:
 
 def ring_base_candidates(name: str) -> List[str]:
     """A ring-unrolled twin's (_ru) bases, best first: the same instance with
-    the rolled K loop, then with a one-temporary loop unrolled 2, 4 or 8
-    blocks (_u<n>: the same blocks in the same order), then any of them at
-    another stage count (the ring depth the unrolling follows changes when
-    a copy arrives, not what a block computes); for a 2-CTA pair, then its
-    1-CTA twin's bases."""
+    the rolled K loop, then at another stage count (the ring depth the
+    unrolling follows changes when a copy arrives, not what a block
+    computes)."""
     base = name.replace("_ru", "")
-    if base == name:
-        return []
-    named = [base] + ([re.sub(r"(?=_sm\d+a?$)", f"_u{n}", base) for n in (2, 4, 8)]
-                      if not re.search(r"_u\d(?=_)", base) else [])
-    unpaired = [b for p in pair_base_candidates(name)[:1] for b in ring_base_candidates(p)]
-    return _unique(named + _other_stages(named) + unpaired)
+    return [] if base == name else _unique([base] + _other_stages([base]))

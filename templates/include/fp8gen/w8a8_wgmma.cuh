@@ -505,9 +505,8 @@ struct KLoopUnroll {
   static constexpr int value = 1;
 };
 
-// The one- or two-temporary K loop unrolled by a whole turn of the ring
-// (STAGES blocks; with two temporaries twice that when a turn holds an odd
-// number of steps), taken when
+// The two-temporary K loop unrolled by a whole turn of the ring (STAGES
+// blocks, twice that when a turn holds an odd number of steps), taken when
 // a unit starts at ring slot 0 with a multiple of STAGES blocks (then every
 // unit does, and the ring restarts at slot 0 each tile). Each step's slot,
 // barriers, descriptors and parity are then compile-time offsets, and the
@@ -1342,50 +1341,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // (UNROLL: a pragma before the loop, or nothing, so that the loop
       // without KLoopUnroll compiles from the same tokens as before it)
       constexpr int kUnroll = KLoopUnroll<C>::value;
-      // RingUnroll: the loop above a turn of the ring per pass, slot s of
-      // the turn built with s a constant; units that do not start at slot 0
-      // with a multiple of STAGES blocks take the loop above.
-#define FP8GEN_WGMMA_T1_RING_LOOP(SPLIT)                                                       \
-  float wsc_lo, wsc_hi;                                                                        \
-  if constexpr (!C::WS_STAGE) w_scales(kb_begin, wsc_lo, wsc_hi);                              \
-  for (int kb0 = kb_begin; kb0 < kb_end; kb0 += C::STAGES) {                                   \
-    _Pragma("unroll") for (int s = 0; s < C::STAGES; ++s) {                                    \
-      const int kb = kb0 + s;                                                                  \
-      [[maybe_unused]] float next_lo, next_hi; /* (unused with WS_STAGE) */                   \
-      _Pragma("unroll") for (int ch = 0; ch < C::WAVES * C::CHUNKS; ++ch) {                    \
-        float t[TACC], sa0, sa1;                                                               \
-        issue(s, phase, 0, ch, t, sa0, sa1, wsc_lo, wsc_hi, kb);                               \
-        if constexpr (!C::WS_STAGE)                                                            \
-          if (ch == 0) w_scales(min(kb + 1, kb_end - 1), next_lo, next_hi);                    \
-        _Pragma("unroll") for (int i = 0; i < TACC; ++i) ptx::fence_operand(t[i]);             \
-        ptx::wgmma_wait<0>();                                                                  \
-        retire(SPLIT, s, ch, t, sa0, sa1, wsc_lo, wsc_hi, true);                               \
-      }                                                                                        \
-      if constexpr (!C::WS_STAGE) {                                                            \
-        wsc_lo = next_lo;                                                                      \
-        wsc_hi = next_hi;                                                                      \
-      }                                                                                        \
-    }                                                                                          \
-    phase ^= 1u;                                                                               \
-  }
-      if constexpr (RingUnroll<C>::value) {
-        static_assert(C::KSPLIT == 1 && !kPrewait, "ring unrolling: no K split inside the CTA, no prewait");
-        const int nblk = kb_end - kb_begin;
-        const bool ring = stage == 0 && nblk > 0 && nblk % C::STAGES == 0;
-        auto loop = [&](auto split) {
-          if (ring) {
-            FP8GEN_WGMMA_T1_RING_LOOP(split)
-          } else if constexpr (kUnroll > 1) {
-            FP8GEN_WGMMA_T1_LOOP(split, _Pragma("unroll kUnroll"))
-          } else {
-            FP8GEN_WGMMA_T1_LOOP(split, )
-          }
-        };
-        if constexpr (kSplitPaths)
-          with_split<kSplitStep, C::BN / 8, kSplitStep>(min((boundary - n0) / 8, C::BN / 8), loop);
-        else
-          loop(SplitAt<-1>{});
-      } else if constexpr (kSplitPaths) {
+      if constexpr (kSplitPaths) {
         const int lo = min((boundary - n0) / 8, C::BN / 8);
         if constexpr (kUnroll > 1)
           with_split<kSplitStep, C::BN / 8, kSplitStep>(
@@ -1397,7 +1353,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       } else {
         FP8GEN_WGMMA_T1_LOOP(SplitAt<-1>{}, )
       }
-#undef FP8GEN_WGMMA_T1_RING_LOOP
 #undef FP8GEN_WGMMA_T1_LOOP
     }
 
