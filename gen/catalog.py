@@ -701,9 +701,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.scales_first and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: scales_first reads block activation scales before the MMAs (block-scaled "
                                "family, weight scales from L2: no ws_stage, one-block stages)")
-        if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1):
+        if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.split_paths):
             raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
-                               "inside the CTA, one-block stages)")
+                               "inside the CTA, one-block stages, no split paths)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

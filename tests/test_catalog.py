@@ -538,7 +538,8 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
     ring: a twin of the same Config (its rendered source adds only the
     RingUnroll specialization), refused for the one- and four-temporary
     loops (the one-temporary variant was measured no faster and not kept),
-    K splits inside the CTA and multi-block stages."""
+    K splits inside the CTA, multi-block stages and split paths (likewise
+    dropped)."""
     from gen.render import render
     hw = load_hardware("sm_90a")
     base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True)
@@ -551,7 +552,8 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
     for bad in ({"temps": 1}, {"bm": 256, "bn": 128, "stages": 3, "temps": 1},
                 {"temps": 4, "bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
                 {"bm": 64, "ksplit": 2, "stages": 4, "stage_blocks": 2},
-                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2}):
+                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
+                {"bm": 64, "bn": 80, "stages": 10, "split_paths": True}):
         with pytest.raises(CatalogError, match="ring_unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
                                                  **bad)).check(hw)

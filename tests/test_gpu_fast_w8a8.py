@@ -475,11 +475,11 @@ def test_pairs_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
 # each ring-unrolled twin (_ru: the K loop unrolled by a turn of the ring)
 # and the same tile with the rolled loop: the same MMAs and promotions of
 # the same blocks in the same order, so the same bits. K blocks of 56, 24,
-# 40, 30, 16, 12 and 5: each of the 4-, 5-, 8- and 10-stage rings meets
-# counts it divides and counts it does not, an odd and an even number of
-# turns where its K multiple allows (the _wsb twins take K % 512 == 0);
-# M = 1000 and 640 give CTAs several tiles, so the parity carries across
-# units.
+# 40, 30, 16, 12 and 5: the 8-stage ring meets counts it divides (odd and
+# even numbers of turns) and counts it does not (so do the 4-, 5- and
+# 10-stage rings it was measured beside); M = 1000 and 640 give CTAs
+# several tiles, so the parity carries across units. (A twin with a K
+# multiple, _wsb's 512, skips the shapes it cannot run.)
 RING = [(n, b) for n, s in SPECS.items() if getattr(s, "ring_unroll", False)
         for b in [first_of(ring_base_candidates(n), SPECS)] if b]
 RING_SHAPES = [(300, 2112, 7168), (1000, 7168, 3072), (640, 5120, 5120), (1000, 2112, 3840), (1, 4096, 2048),

@@ -21,13 +21,18 @@ def first_of(candidates: Iterable[str], present: Container[str]) -> Optional[str
     return next((n for n in candidates if n in present), None)
 
 
+def _base_then_other_stages(name: str, base: str) -> List[str]:
+    """`base` then its other ring depths, or nothing where `name` is no twin
+    (the name did not change)."""
+    return [] if base == name else _unique([base] + _other_stages([base]))
+
+
 def pair_base_candidates(name: str) -> List[str]:
     """A 2-CTA pair's (_c2x1, _c1x2) bases, best first: the same tile in one
     CTA, then at another stage count. A pair only splits the copy of the box
     it shares and multicasts each half to both CTAs; each CTA's blocks, MMAs
     and promotion are its 1-CTA twin's."""
-    base = re.sub(r"_c\d+x\d+(?=_)", "", name)
-    return [] if base == name else _unique([base] + _other_stages([base]))
+    return _base_then_other_stages(name, re.sub(r"_c\d+x\d+(?=_)", "", name))
 
 
 def bulk_base_candidates(name: str) -> List[str]:
@@ -64,5 +69,4 @@ def ring_base_candidates(name: str) -> List[str]:
     the rolled K loop, then at another stage count (the ring depth the
     unrolling follows changes when a copy arrives, not what a block
     computes)."""
-    base = name.replace("_ru", "")
-    return [] if base == name else _unique([base] + _other_stages([base]))
+    return _base_then_other_stages(name, name.replace("_ru", ""))

@@ -1281,20 +1281,15 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   fp8gen_ring_done:                                                                            \
   phase ^= uint32_t((kb_end - kb_begin) / C::STAGES) & 1u; /* (stage: back at 0) */
       if constexpr (RingUnroll<C>::value) {
-        static_assert(C::KSPLIT == 1 && C::WAVES == 1, "ring unrolling: the two-temporary loop");
+        // (no split paths: the split-path instance built with it was measured
+        // no faster and dropped, so that combination is refused, not kept
+        // untested)
+        static_assert(C::KSPLIT == 1 && C::WAVES == 1 && !kSplitPaths,
+                      "ring unrolling: the two-temporary loop, no split paths");
         // (every unit of a call starts at slot 0 once the first does)
         const int nblk = kb_end - kb_begin;
         const bool ring = stage == 0 && nblk > 0 && nblk % C::STAGES == 0;
-        if constexpr (kSplitPaths) {
-          const int lo = min((boundary - n0) / 8, C::BN / 8);
-          with_split<kSplitStep, C::BN / 8, kSplitStep>(lo, [&](auto split) {
-            if (ring) {
-              FP8GEN_WGMMA_T2_RING_LOOP(split)
-            } else {
-              FP8GEN_WGMMA_T2_LOOP(split)
-            }
-          });
-        } else if (ring) {
+        if (ring) {
           FP8GEN_WGMMA_T2_RING_LOOP(SplitAt<-1>{})
         } else {
           FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
