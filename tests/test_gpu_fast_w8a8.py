@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
-                   ring_base_candidates)
+from twins import (bulk_base_candidates, early_release_base_candidates, first_of,  # noqa: E402
+                   half_box_base_candidates, pair_base_candidates, ring_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -500,14 +500,42 @@ def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N,
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 
+# each early-release twin (_er: a stage freed at its block's MMA wait,
+# before the next stage is waited for) and the same tile freeing it after:
+# the same MMAs and promotions in the same order, so the same bits, over
+# the ring test's shapes (odd and even block counts end the loop on either
+# temporary; M = 1000 and 640 give CTAs several tiles).
+EARLY_RELEASE = [(n, b) for n, s in SPECS.items() if getattr(s, "early_release", False)
+                 for b in [first_of(early_release_base_candidates(n), SPECS)] if b]
+EARLY_RELEASE_CASES = [(t, b, M, N, K) for t, b in EARLY_RELEASE for M, N, K in RING_SHAPES]
+
+
+def test_early_release_twins_exist():
+    twins = [n for n, s in SPECS.items() if getattr(s, "early_release", False)]
+    assert twins and len(EARLY_RELEASE) == len(twins), (twins, EARLY_RELEASE)
+
+
+@pytest.mark.parametrize("twin,base,M,N,K", EARLY_RELEASE_CASES,
+                         ids=[f"{t}-{M}x{N}x{K}" for t, _, M, N, K in EARLY_RELEASE_CASES])
+def test_early_release_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """Freeing each stage at its block's MMA wait gives the bits of the loop
+    that frees it later, early weights or not."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
 # each _sf twin and its base: the activation scales are read before an MMA
 # group is issued instead of after, the same FMULs and FFMAs in the same
 # order, so the same bits. A twin unrolled four or eight K blocks has no
 # base of that unroll; it is paired with the tile's two-block _sf twin
-# (unrolling repeats the loop body, it does not reorder a block's FFMAs).
+# (unrolling repeats the loop body, it does not reorder a block's FFMAs),
+# or, with none, with the two-temporary tile loading the weight scales from
+# L2 (the same promotion of the same blocks in the same order; where the
+# weight scales come from changes no value).
 def _scales_first_base(name: str) -> str:
-    base = name.replace("_sf_", "_")
-    return base if base in SPECS else re.sub(r"_u[48]_sf_", "_u2_sf_", name)
+    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
+    two_temps = re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", plain, count=1)
+    return first_of([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), two_temps],
+                    SPECS) or name.replace("_sf_", "_")
 
 
 SCALES_FIRST = [(n, _scales_first_base(n)) for n, s in SPECS.items() if getattr(s, "scales_first", False)]
