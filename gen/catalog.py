@@ -511,11 +511,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # slots, barriers, descriptors and parities are compile-time offsets
     # (name: _ru; wgmma_gemm::RingUnroll)
     ring_unroll: bool = False
-    # the two-temporary K loop waits for a block's MMAs before the next
-    # block's stage, frees the stage there and promotes the block while the
-    # next block's MMAs run, so that no stage is held empty while the copies
-    # lag (name: _er; wgmma_gemm::EarlyRelease)
-    early_release: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -531,8 +526,7 @@ class W8A8WgmmaSpec(KernelSpec):
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
-                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll,
-                    early_release=self.early_release)
+                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -567,7 +561,6 @@ class W8A8WgmmaSpec(KernelSpec):
         unroll += "_pw" if self.prewait else ""
         unroll += "_sf" if self.scales_first else ""
         unroll += "_ru" if self.ring_unroll else ""
-        unroll += "_er" if self.early_release else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -711,10 +704,6 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.split_paths):
             raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
                                "inside the CTA, one-block stages, no split paths)")
-        if self.early_release and (self.temps != 2 or self.n_chunks != 1 or self.bm == 256 or self.ksplit != 1
-                                   or self.stage_blocks != 1 or self.split_paths):
-            raise CatalogError(f"{self.name}: early_release reorders the two-temporary K loop (temps 2, one column "
-                               "chunk, 64 or 128 rows, no K split inside the CTA, one-block stages, no split paths)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -557,34 +557,3 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
         with pytest.raises(CatalogError, match="ring_unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
                                                  **bad)).check(hw)
-
-
-def test_an_early_release_k_loop_is_a_two_temporary_twin():
-    """early_release (_er) reorders the two-temporary K loop (a stage freed
-    at its block's MMA wait, before the next stage is waited for): a twin
-    of the same Config whose rendered source adds only the EarlyRelease
-    specialization, with or without ring unrolling; refused for the other
-    loops, two column chunks, 256-row tiles, K splits inside the CTA,
-    multi-block stages and split paths."""
-    from gen.render import render
-    hw = load_hardware("sm_90a")
-    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True)
-    er = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True, early_release=True)
-    ru_er = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True, ring_unroll=True,
-                          early_release=True)
-    for twin in (er, ru_er):
-        twin.check(hw)
-        assert twin.config_args() == base.config_args()
-        assert "EarlyRelease<Config> { static constexpr bool value = true; }" in render(twin)
-    assert er.name == base.name.replace("_t2_", "_t2_er_")
-    assert ru_er.name == base.name.replace("_t2_", "_t2_ru_er_")
-    assert "EarlyRelease" not in render(base)
-    for bad in ({"temps": 1}, {"bm": 256, "bn": 128, "stages": 3, "temps": 1},
-                {"temps": 4, "bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
-                {"n_chunks": 2, "bn": 128, "stages": 5},
-                {"bm": 64, "ksplit": 2, "stages": 4, "stage_blocks": 2},
-                {"bm": 64, "bn": 32, "stages": 4, "stage_blocks": 2},
-                {"bm": 64, "bn": 80, "stages": 10, "split_paths": True}):
-        with pytest.raises(CatalogError, match="early_release"):
-            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, early_release=True),
-                                                 **bad)).check(hw)

@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, early_release_base_candidates, first_of,  # noqa: E402
-                   half_box_base_candidates, pair_base_candidates, ring_base_candidates)
+from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
+                   ring_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -497,29 +497,6 @@ def test_ring_twins_exist():
 def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """A ring-unrolled K loop gives its rolled twin's bits, on units that
     take it and on those that fall back, early weights or not."""
-    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
-
-
-# each early-release twin (_er: a stage freed at its block's MMA wait,
-# before the next stage is waited for) and the same tile freeing it after:
-# the same MMAs and promotions in the same order, so the same bits, over
-# the ring test's shapes (odd and even block counts end the loop on either
-# temporary; M = 1000 and 640 give CTAs several tiles).
-EARLY_RELEASE = [(n, b) for n, s in SPECS.items() if getattr(s, "early_release", False)
-                 for b in [first_of(early_release_base_candidates(n), SPECS)] if b]
-EARLY_RELEASE_CASES = [(t, b, M, N, K) for t, b in EARLY_RELEASE for M, N, K in RING_SHAPES]
-
-
-def test_early_release_twins_exist():
-    twins = [n for n, s in SPECS.items() if getattr(s, "early_release", False)]
-    assert twins and len(EARLY_RELEASE) == len(twins), (twins, EARLY_RELEASE)
-
-
-@pytest.mark.parametrize("twin,base,M,N,K", EARLY_RELEASE_CASES,
-                         ids=[f"{t}-{M}x{N}x{K}" for t, _, M, N, K in EARLY_RELEASE_CASES])
-def test_early_release_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
-    """Freeing each stage at its block's MMA wait gives the bits of the loop
-    that frees it later, early weights or not."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

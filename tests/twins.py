@@ -70,11 +70,3 @@ def ring_base_candidates(name: str) -> List[str]:
     unrolling follows changes when a copy arrives, not what a block
     computes)."""
     return _base_then_other_stages(name, name.replace("_ru", ""))
-
-
-def early_release_base_candidates(name: str) -> List[str]:
-    """An early-release twin's (_er) bases, best first: the same instance
-    freeing each stage after the next one is waited for, then at another
-    stage count. Either loop promotes the same blocks into the same
-    temporaries in the same order; only when a stage is freed differs."""
-    return _base_then_other_stages(name, name.replace("_er", ""))

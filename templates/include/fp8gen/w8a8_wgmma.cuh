@@ -524,21 +524,6 @@ struct RingUnroll {
   static constexpr bool value = false;
 };
 
-// The two-temporary K loop frees a block's stage as soon as that block's
-// MMAs are done, before it waits for the next block's stage, and promotes
-// the block while the next block's MMAs run. The loop without it waits for
-// the next stage first (its MMAs are issued before the block's are waited
-// on), so while the copies lag behind the MMAs one stage is always held
-// empty of new copies: at 2112x7168 M=512 (132 CTAs of 128x64, 8 stages)
-// ncu put our SMs' intake at 52 bytes per active cycle against 61 for
-// DeepGEMM's one-temporary loop, which frees each stage at its MMAs' wait
-// (about 7 stages in flight against 8). One column chunk, one-block stages,
-// no K split inside the CTA. A trait for the same reason as SplitPaths.
-template <class C>
-struct EarlyRelease {
-  static constexpr bool value = false;
-};
-
 // The one-temporary K loop waits for the next block's stage right after
 // issuing a block's last MMA group, while those MMAs run, instead of after
 // their promotion: in the 256x128 tile's SASS the path from the last
@@ -884,10 +869,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   constexpr bool kLaneWs = LaneWeightScales<C>::value;
   constexpr bool kPrewait = PrewaitNextStage<C>::value;
   constexpr bool kScalesFirst = ScalesFirst<C>::value;
-  constexpr bool kEarlyRelease = EarlyRelease<C>::value;
-  static_assert(!kEarlyRelease || (C::TEMPS == 2 && C::CHUNKS == 1 && C::WAVES == 1 && C::KSPLIT == 1 &&
-                                   C::KB == 1 && !SplitPaths<C>::value),
-                "early release: the two-temporary loop, one column chunk, no K split, one-block stages");
   static_assert(!kScalesFirst || (C::BLOCK_SCALES && C::KB == 1 && !C::WS_STAGE),
                 "activation scales read before the MMAs: block scales from L2, one-block stages");
   static_assert(!kPrewait || (C::TEMPS == 1 && C::KSPLIT == 1 && C::KB == 1),
@@ -1038,15 +1019,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           w_lo = __shfl_sync(0xffffffffu, lo, 0);
           w_hi = C::MAY_STRADDLE ? __shfl_sync(0xffffffffu, hi, 0) : w_lo;
         }
-      }
-    };
-    // EarlyRelease: this warp frees stage s (its MMAs waited, its scales
-    // read), apart from the promotion (retire with last_block false).
-    auto release = [&](int s) {
-      __syncwarp();
-      if (lane == 0) {
-        ptx::mbar_arrive(empty(s));
-        if constexpr (C::PAIR > 1) ptx::mbar_arrive_cluster(empty(s), rank ^ 1);
       }
     };
     // After chunk ch's MMAs into t were waited: release stage s if that was
@@ -1266,48 +1238,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       break;                                                                                   \
     }                                                                                          \
   }
-      // EarlyRelease: the loop above (one column chunk: ta takes even blocks,
-      // tb odd ones) with each block's MMAs waited on before the next
-      // block's stage is: wait, free the stage, issue the next block, then
-      // promote this one while those MMAs run. Nothing is in flight at the
-      // top of a step, so every exit is clean for ptxas.
-#define FP8GEN_WGMMA_T2_ER_LOOP(SPLIT)                                                         \
-  const int steps = kb_end - kb_begin;                                                         \
-  float ta[TACC], tb[TACC];                                                                    \
-  float a0, a1, b0, b1, wa_lo, wa_hi, wb_lo, wb_hi;                                            \
-  int is = stage;                                                                              \
-  uint32_t iph = phase;                                                                        \
-  issue(is, iph, 0, 0, ta, a0, a1, wa_lo, wa_hi, kb_begin);                                    \
-  advance(is, iph);                                                                            \
-  if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
-  for (int j = 0;; j += 2) {                                                                   \
-    ptx::wgmma_wait<0>();                                                                      \
-    release(stage);                                                                            \
-    if (j + 1 < steps) {                                                                       \
-      issue(is, iph, 0, 0, tb, b0, b1, wb_lo, wb_hi, kb_begin + j + 1);                        \
-      advance(is, iph);                                                                        \
-      if constexpr (!C::WS_STAGE) w_scales(kb_begin + j + 1, wb_lo, wb_hi);                    \
-      retire(SPLIT, stage, 0, ta, a0, a1, wa_lo, wa_hi, false);                                \
-      advance(stage, phase);                                                                   \
-    } else {                                                                                   \
-      retire(SPLIT, stage, 0, ta, a0, a1, wa_lo, wa_hi, false);                                \
-      advance(stage, phase);                                                                   \
-      break;                                                                                   \
-    }                                                                                          \
-    ptx::wgmma_wait<0>();                                                                      \
-    release(stage);                                                                            \
-    if (j + 2 < steps) {                                                                       \
-      issue(is, iph, 0, 0, ta, a0, a1, wa_lo, wa_hi, kb_begin + j + 2);                        \
-      advance(is, iph);                                                                        \
-      if constexpr (!C::WS_STAGE) w_scales(kb_begin + j + 2, wa_lo, wa_hi);                    \
-      retire(SPLIT, stage, 0, tb, b0, b1, wb_lo, wb_hi, false);                                \
-      advance(stage, phase);                                                                   \
-    } else {                                                                                   \
-      retire(SPLIT, stage, 0, tb, b0, b1, wb_lo, wb_hi, false);                                \
-      advance(stage, phase);                                                                   \
-      break;                                                                                   \
-    }                                                                                          \
-  }
       // RingUnroll: the loop above a turn of the ring per pass (two when a
       // turn holds an odd number of steps, so that each temporary keeps its
       // steps), step i of a pass being block i / CHUNKS of it (slot i /
@@ -1318,18 +1248,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       // tb's steps, ptxas 13.0 serialized every wgmma (C7514, in-flight
       // accumulators read), with one after a step of ta's it did not.
 #define FP8GEN_WGMMA_T2_RING_STEP(SPLIT, T, X0, X1, XLO, XHI, U, Y0, Y1, YLO, YHI)             \
-  if constexpr (kEarlyRelease) {                                                               \
-    ptx::wgmma_wait<0>();                                                                      \
-    release(b % C::STAGES);                                                                    \
-    if (more) {                                                                                \
-      issue(nb % C::STAGES, rph ^ uint32_t(nb / C::STAGES & 1), 0, nc, U, Y0, Y1, YLO, YHI, kb0 + nb); \
-      if constexpr (!C::WS_STAGE) w_scales(kb0 + nb, YLO, YHI);                                \
-      retire(SPLIT, b % C::STAGES, c, T, X0, X1, XLO, XHI, false);                             \
-    } else {                                                                                   \
-      retire(SPLIT, b % C::STAGES, c, T, X0, X1, XLO, XHI, false);                             \
-      goto fp8gen_ring_done;                                                                   \
-    }                                                                                          \
-  } else if (more) {                                                                           \
+  if (more) {                                                                                  \
     issue(nb % C::STAGES, rph ^ uint32_t(nb / C::STAGES & 1), 0, nc, U, Y0, Y1, YLO, YHI, kb0 + nb); \
     if constexpr (!C::WS_STAGE) w_scales(kb0 + nb, YLO, YHI);                                  \
     ptx::wgmma_wait<1>();                                                                      \
@@ -1372,8 +1291,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         const bool ring = stage == 0 && nblk > 0 && nblk % C::STAGES == 0;
         if (ring) {
           FP8GEN_WGMMA_T2_RING_LOOP(SplitAt<-1>{})
-        } else if constexpr (kEarlyRelease) {
-          FP8GEN_WGMMA_T2_ER_LOOP(SplitAt<-1>{})
         } else {
           FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
         }
@@ -1382,12 +1299,9 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         // multiple of kSplitStep, since n0 and the boundary both are)
         const int lo = min((boundary - n0) / 8, C::BN / 8);
         with_split<kSplitStep, C::BN / 8, kSplitStep>(lo, [&](auto split) { FP8GEN_WGMMA_T2_LOOP(split) });
-      } else if constexpr (kEarlyRelease) {
-        FP8GEN_WGMMA_T2_ER_LOOP(SplitAt<-1>{})
       } else {
         FP8GEN_WGMMA_T2_LOOP(SplitAt<-1>{})
       }
-#undef FP8GEN_WGMMA_T2_ER_LOOP
 #undef FP8GEN_WGMMA_T2_RING_LOOP
 #undef FP8GEN_WGMMA_T2_RING_STEP
 #undef FP8GEN_WGMMA_T2_LOOP
