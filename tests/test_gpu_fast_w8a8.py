@@ -504,15 +504,10 @@ def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N,
 # group is issued instead of after, the same FMULs and FFMAs in the same
 # order, so the same bits. A twin unrolled four or eight K blocks has no
 # base of that unroll; it is paired with the tile's two-block _sf twin
-# (unrolling repeats the loop body, it does not reorder a block's FFMAs),
-# or, with none, with the two-temporary tile loading the weight scales from
-# L2 (the same promotion of the same blocks in the same order; where the
-# weight scales come from changes no value).
+# (unrolling repeats the loop body, it does not reorder a block's FFMAs).
 def _scales_first_base(name: str) -> str:
-    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
-    two_temps = re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", plain, count=1)
-    return first_of([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), two_temps],
-                    SPECS) or name.replace("_sf_", "_")
+    base = name.replace("_sf_", "_")
+    return base if base in SPECS else re.sub(r"_u[48]_sf_", "_u2_sf_", name)
 
 
 SCALES_FIRST = [(n, _scales_first_base(n)) for n, s in SPECS.items() if getattr(s, "scales_first", False)]
