@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
-                   ring_base_candidates)
+from twins import (bulk_base_candidates, cache_hint_base_candidates, first_of,  # noqa: E402
+                   half_box_base_candidates, pair_base_candidates, ring_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -500,14 +500,40 @@ def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N,
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 
+# each L2-cache-hint twin (_ch: its copies carry an evict-normal policy)
+# and the same tile copying without it: the same bytes land in the same
+# stages, so the same bits, over the ring test's shapes.
+CACHE_HINT = [(n, b) for n, s in SPECS.items() if getattr(s, "l2_hint", False)
+              for b in [first_of(cache_hint_base_candidates(n), SPECS)] if b]
+CACHE_HINT_CASES = [(t, b, M, N, K) for t, b in CACHE_HINT for M, N, K in RING_SHAPES]
+
+
+def test_cache_hint_twins_exist():
+    twins = [n for n, s in SPECS.items() if getattr(s, "l2_hint", False)]
+    assert twins and len(CACHE_HINT) == len(twins), (twins, CACHE_HINT)
+
+
+@pytest.mark.parametrize("twin,base,M,N,K", CACHE_HINT_CASES,
+                         ids=[f"{t}-{M}x{N}x{K}" for t, _, M, N, K in CACHE_HINT_CASES])
+def test_cache_hint_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """Copies carrying an L2 cache policy give the bits of the same tile
+    copying without one, early weights or not."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
 # each _sf twin and its base: the activation scales are read before an MMA
 # group is issued instead of after, the same FMULs and FFMAs in the same
 # order, so the same bits. A twin unrolled four or eight K blocks has no
 # base of that unroll; it is paired with the tile's two-block _sf twin
-# (unrolling repeats the loop body, it does not reorder a block's FFMAs).
+# (unrolling repeats the loop body, it does not reorder a block's FFMAs),
+# or, with none, with the two-temporary tile loading the weight scales from
+# L2 (the same promotion of the same blocks in the same order; where the
+# weight scales come from changes no value).
 def _scales_first_base(name: str) -> str:
-    base = name.replace("_sf_", "_")
-    return base if base in SPECS else re.sub(r"_u[48]_sf_", "_u2_sf_", name)
+    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
+    two_temps = re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", plain, count=1)
+    return first_of([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), two_temps],
+                    SPECS) or name.replace("_sf_", "_")
 
 
 SCALES_FIRST = [(n, _scales_first_base(n)) for n, s in SPECS.items() if getattr(s, "scales_first", False)]

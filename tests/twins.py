@@ -68,5 +68,15 @@ def ring_base_candidates(name: str) -> List[str]:
     """A ring-unrolled twin's (_ru) bases, best first: the same instance with
     the rolled K loop, then at another stage count (the ring depth the
     unrolling follows changes when a copy arrives, not what a block
-    computes)."""
-    return _base_then_other_stages(name, name.replace("_ru", ""))
+    computes); for a twin holding the weight scales in its lanes (_wl), then
+    the same loading them from L2 (the same values either way)."""
+    rolled = _base_then_other_stages(name, name.replace("_ru", ""))
+    from_l2 = _base_then_other_stages(name, name.replace("_ru", "").replace("_wl", "")) if "_wl" in name else []
+    return _unique(rolled + from_l2)
+
+
+def cache_hint_base_candidates(name: str) -> List[str]:
+    """An L2-cache-hint twin's (_ch) bases, best first: the same instance
+    copying without the policy, then at another stage count (a policy on a
+    copy changes what L2 keeps, not a byte the copy brings)."""
+    return _base_then_other_stages(name, name.replace("_ch", ""))
