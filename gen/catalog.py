@@ -511,10 +511,6 @@ class W8A8WgmmaSpec(KernelSpec):
     # slots, barriers, descriptors and parities are compile-time offsets
     # (name: _ru; wgmma_gemm::RingUnroll)
     ring_unroll: bool = False
-    # the producer's TMA loads of A, W and A's scales carry an L2 cache
-    # policy (evict-normal), as DeepGEMM's do (name: _ch;
-    # wgmma_gemm::L2CacheHint)
-    l2_hint: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -530,8 +526,7 @@ class W8A8WgmmaSpec(KernelSpec):
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
-                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll,
-                    l2_hint=self.l2_hint)
+                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -566,7 +561,6 @@ class W8A8WgmmaSpec(KernelSpec):
         unroll += "_pw" if self.prewait else ""
         unroll += "_sf" if self.scales_first else ""
         unroll += "_ru" if self.ring_unroll else ""
-        unroll += "_ch" if self.l2_hint else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -710,9 +704,6 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.split_paths):
             raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
                                "inside the CTA, one-block stages, no split paths)")
-        if self.l2_hint and (self.cluster_m * self.cluster_n > 1 or self.stage_blocks != 1):
-            raise CatalogError(f"{self.name}: l2_hint puts an L2 cache policy on the 2-D copies of one-CTA tiles "
-                               "(no 2-CTA pair, one-block stages)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

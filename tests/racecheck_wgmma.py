@@ -30,7 +30,7 @@ def main() -> int:
              and (s.kslices > 1 or s.temps > 1 or s.n_chunks > 1 or s.cluster_m * s.cluster_n > 1
                   or s.cluster_k > 1 or s.ws_stage or s.stmatrix or s.ordered or s.row_box or s.half_box
                   or s.stage_blocks > 1 or s.early >= 0 or s.bm == 256 or s.ws_lanes or s.unroll > 1
-                  or s.scales_first or s.ring_unroll or s.l2_hint)}
+                  or s.scales_first or s.ring_unroll)}
     k_generic = 1024
     parts = []
     for arg in sys.argv[1:]:

@@ -557,27 +557,3 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
         with pytest.raises(CatalogError, match="ring_unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
                                                  **bad)).check(hw)
-
-
-def test_an_l2_cache_hint_is_a_twin_of_one_cta_tiles():
-    """l2_hint (_ch) puts an L2 policy on the producer's 2-D copies: a twin
-    of the same Config whose rendered source adds only the L2CacheHint
-    specialization, with either K loop; refused for 2-CTA pairs (multicast
-    copies) and multi-block stages (3-D copies)."""
-    from gen.render import render
-    hw = load_hardware("sm_90a")
-    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True)
-    ch = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True, l2_hint=True)
-    ru_ch = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, walk_m=True, ring_unroll=True,
-                          l2_hint=True)
-    for twin in (ch, ru_ch):
-        twin.check(hw)
-        assert twin.config_args() == base.config_args()
-        assert "L2CacheHint<Config> { static constexpr bool value = true; }" in render(twin)
-    assert ch.name == base.name.replace("_t2_", "_t2_ch_")
-    assert ru_ch.name == base.name.replace("_t2_", "_t2_ru_ch_")
-    assert "L2CacheHint" not in render(base)
-    for bad in ({"cluster_m": 2}, {"cluster_n": 2}, {"bm": 64, "bn": 32, "stages": 4, "temps": 4, "stage_blocks": 2}):
-        with pytest.raises(CatalogError, match="l2_hint"):
-            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, l2_hint=True),
-                                                 **bad)).check(hw)

@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, cache_hint_base_candidates, first_of,  # noqa: E402
-                   half_box_base_candidates, pair_base_candidates, ring_base_candidates)
+from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
+                   ring_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -497,27 +497,6 @@ def test_ring_twins_exist():
 def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """A ring-unrolled K loop gives its rolled twin's bits, on units that
     take it and on those that fall back, early weights or not."""
-    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
-
-
-# each L2-cache-hint twin (_ch: its copies carry an evict-normal policy)
-# and the same tile copying without it: the same bytes land in the same
-# stages, so the same bits, over the ring test's shapes.
-CACHE_HINT = [(n, b) for n, s in SPECS.items() if getattr(s, "l2_hint", False)
-              for b in [first_of(cache_hint_base_candidates(n), SPECS)] if b]
-CACHE_HINT_CASES = [(t, b, M, N, K) for t, b in CACHE_HINT for M, N, K in RING_SHAPES]
-
-
-def test_cache_hint_twins_exist():
-    twins = [n for n, s in SPECS.items() if getattr(s, "l2_hint", False)]
-    assert twins and len(CACHE_HINT) == len(twins), (twins, CACHE_HINT)
-
-
-@pytest.mark.parametrize("twin,base,M,N,K", CACHE_HINT_CASES,
-                         ids=[f"{t}-{M}x{N}x{K}" for t, _, M, N, K in CACHE_HINT_CASES])
-def test_cache_hint_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
-    """Copies carrying an L2 cache policy give the bits of the same tile
-    copying without one, early weights or not."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

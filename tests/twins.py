@@ -74,9 +74,3 @@ def ring_base_candidates(name: str) -> List[str]:
     from_l2 = _base_then_other_stages(name, name.replace("_ru", "").replace("_wl", "")) if "_wl" in name else []
     return _unique(rolled + from_l2)
 
-
-def cache_hint_base_candidates(name: str) -> List[str]:
-    """An L2-cache-hint twin's (_ch) bases, best first: the same instance
-    copying without the policy, then at another stage count (a policy on a
-    copy changes what L2 keeps, not a byte the copy brings)."""
-    return _base_then_other_stages(name, name.replace("_ch", ""))

@@ -159,21 +159,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-// An L2 cache policy for the .L2::cache_hint operand of a bulk copy, an
-// opaque 64-bit descriptor: CUTLASS's EVICT_NORMAL, the value DeepGEMM's
-// Hopper GEMMs pass with every TMA load (seen in their SASS).
-constexpr uint64_t kL2EvictNormal = 0x1000000000000000ull;
-
-// tma_load_2d with an L2 cache policy on the copy's reads of global memory.
-__device__ __forceinline__ void tma_load_2d_hint(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
-                                                 uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
-      : "memory");
-}
-
 // One box of a 3-D tensor map at coordinates (c0 innermost, c1, c2), as
 // tma_load_2d.
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,

@@ -548,17 +548,6 @@ struct ScalesFirst {
   static constexpr bool value = false;
 };
 
-// The producer's TMA loads of A, W and A's scales carry an L2 cache policy
-// (ptx::kL2EvictNormal), as DeepGEMM's do. Built because at 2112x7168 M=512
-// our 128x64 tile made 6-8 % more L2 read lookups than DeepGEMM's for the
-// same bytes delivered (ncu-h100-er41.json), and its copies carry the
-// operand where ours carried none. One-CTA tiles with one-block stages (the
-// 2-D, non-multicast loads). A trait for the same reason as SplitPaths.
-template <class C>
-struct L2CacheHint {
-  static constexpr bool value = false;
-};
-
 // A split point known at compile time: the tile's 8-column groups before
 // the next scale block (-1: chosen per group at run time).
 template <int V>
@@ -736,16 +725,6 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // cannot matter (ptxas scheduled their math loops differently; the other
   // pairs took 0.983-0.990x; HARDWARE.toml has the A/B).
   constexpr bool kEarly = C::CLUSTER_K == 1 && !(C::PAIR > 1 && C::WS_STAGE);
-  // A 2-D box of a one-block stage (A, W or A's scales), with the L2 policy
-  // where the instance asks for it (L2CacheHint).
-  constexpr bool kHint = L2CacheHint<C>::value;
-  static_assert(!kHint || (C::PAIR == 1 && C::KB == 1), "L2 cache hints: one-CTA tiles, one-block stages");
-  auto load_box = [&](uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
-    if constexpr (kHint)
-      ptx::tma_load_2d_hint(dst, map, bar, c0, c1, ptx::kL2EvictNormal);
-    else
-      ptx::tma_load_2d(dst, map, bar, c0, c1);
-  };
   // Stage s's W box at block kb of column tile tn (a pair along M: this
   // CTA's half of the box, to both CTAs; multi-block stages: one 3-D box of
   // KB blocks, laid out block after block).
@@ -758,7 +737,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     else if constexpr (C::KB > 1)
       ptx::tma_load_3d(w_base + s * C::STAGE_W, &p.tma_w, full(s), 0, tn * C::BN, kb);
     else
-      load_box(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
+      ptx::tma_load_2d(w_base + s * C::W_BYTES, &p.tma_w, full(s), kb * kBlockK, tn * C::BN);
   };
   // The producer's arrive on stage s's "full" barrier, announcing the bytes
   // its copies bring (a probe without copies announces none: the stage
@@ -847,11 +826,11 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
           else if constexpr (C::KB > 1)  // one 3-D box of KB blocks
             ptx::tma_load_3d(a_base + stage * C::STAGE_A, &p.tma_a, full(stage), 0, tm * C::BM, kb);
           else
-            load_box(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
+            ptx::tma_load_2d(a_base + stage * C::A_BYTES, &p.tma_a, full(stage), kb * kBlockK, tm * C::BM);
           if (!weight_sent) copy_weight(stage, kb, tn);
           // (multi-block stages: one box of KB blocks' scales)
           if constexpr (C::BLOCK_SCALES && !kProbeNoCopies)
-            load_box(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
+            ptx::tma_load_2d(sa_base + stage * C::SA_STRIDE, &p.tma_sa, full(stage), tm * C::BM, kb);
           if (++stage == C::STAGES) {
             stage = 0;
             phase ^= 1;

@@ -23,12 +23,12 @@ struct wg::Wgmma<64> {
   }
 };
 
-template <> struct wg::RingUnroll<Config> { static constexpr bool value = true; };  // K loop unrolled by a ring turn
-template <> struct wg::L2CacheHint<Config> { static constexpr bool value = true; };  // copies carry an L2 policy
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_ru_ch_sm90a(const __grid_constant__ wg::Params params) {
+// The math warps' lanes hold the weight scales of 32 K blocks at a time.
+template <> struct wg::LaneWeightScales<Config> { static constexpr bool value = true; };
+extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_wl_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
-FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_ru_ch_sm90a, wg::Shim<Config>)
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_wl_sm90a, wg::Shim<Config>)
 #endif

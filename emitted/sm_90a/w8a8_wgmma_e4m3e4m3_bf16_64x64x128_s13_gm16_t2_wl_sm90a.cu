@@ -4,10 +4,10 @@
 // Built twice: as a cubin (the kernel) and, with FP8GEN_HOST_SHIM, as the
 // host shim that encodes the tensor maps into Params and sizes the grid.
 namespace wg = fp8gen::wgmma_gemm;
-using Config = wg::Config<128, 64, 8, 16, 1, wg::kScaleBlock, 2, 1, 1,
+using Config = wg::Config<64, 64, 13, 16, 1, wg::kScaleBlock, 2, 1, 1,
                           1, 1, 0, 0, 0, 1, true>;
-static_assert(Config::THREADS == 384, "gen and the header disagree on threads");
-static_assert(Config::SMEM_BYTES == 218240, "gen and the header disagree on shared memory");
+static_assert(Config::THREADS == 256, "gen and the header disagree on threads");
+static_assert(Config::SMEM_BYTES == 225744, "gen and the header disagree on shared memory");
 
 #ifndef FP8GEN_HOST_SHIM
 // m64n64k32 e4m3: 32 accumulator registers per thread, listed out.
@@ -23,11 +23,12 @@ struct wg::Wgmma<64> {
   }
 };
 
-template <> struct wg::L2CacheHint<Config> { static constexpr bool value = true; };  // copies carry an L2 policy
-extern "C" __global__ void __launch_bounds__(384, 1) w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_ch_sm90a(const __grid_constant__ wg::Params params) {
+// The math warps' lanes hold the weight scales of 32 K blocks at a time.
+template <> struct wg::LaneWeightScales<Config> { static constexpr bool value = true; };
+extern "C" __global__ void __launch_bounds__(256, 1) w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s13_gm16_t2_wl_sm90a(const __grid_constant__ wg::Params params) {
   extern __shared__ __align__(1024) uint8_t smem[];
   wg::run<Config>(params, smem);
 }
 #else
-FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_128x64x128_s8_gm16_t2_ch_sm90a, wg::Shim<Config>)
+FP8GEN_WGMMA_SHIM_EXPORTS(w8a8_wgmma_e4m3e4m3_bf16_64x64x128_s13_gm16_t2_wl_sm90a, wg::Shim<Config>)
 #endif
