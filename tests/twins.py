@@ -73,4 +73,3 @@ def ring_base_candidates(name: str) -> List[str]:
     rolled = _base_then_other_stages(name, name.replace("_ru", ""))
     from_l2 = _base_then_other_stages(name, name.replace("_ru", "").replace("_wl", "")) if "_wl" in name else []
     return _unique(rolled + from_l2)
-
