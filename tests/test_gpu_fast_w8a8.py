@@ -5,7 +5,6 @@ two W8A8 implementations to agree within 2 bf16 ULP; measured here, ~1 % of
 outputs (near-cancelling ones) differ by more, by at most the two tensor-core
 paths' accumulation error, so the assertion is 2 ULP plus that bound for
 every output and plain 2 ULP for >= 98 % of them (see ulp_agreement)."""
-import re
 
 import pytest
 
@@ -18,7 +17,7 @@ torch = pytest.importorskip("torch")
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
 from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
-                   ring_base_candidates)
+                   ring_base_candidates, scales_first_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -502,17 +501,10 @@ def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N,
 
 # each _sf twin and its base: the activation scales are read before an MMA
 # group is issued instead of after, the same FMULs and FFMAs in the same
-# order, so the same bits. A twin unrolled four or eight K blocks has no
-# base of that unroll; it is paired with the tile's two-block _sf twin
-# (unrolling repeats the loop body, it does not reorder a block's FFMAs),
-# or, with none, with the two-temporary tile loading the weight scales from
-# L2 (the same promotion of the same blocks in the same order; where the
-# weight scales come from changes no value).
+# order, so the same bits (tests/twins.py says which base stands in when
+# the twin has no unroll-for-unroll base).
 def _scales_first_base(name: str) -> str:
-    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
-    two_temps = re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", plain, count=1)
-    return first_of([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), two_temps],
-                    SPECS) or name.replace("_sf_", "_")
+    return first_of(scales_first_base_candidates(name), SPECS) or name.replace("_sf_", "_")
 
 
 SCALES_FIRST = [(n, _scales_first_base(n)) for n, s in SPECS.items() if getattr(s, "scales_first", False)]

@@ -21,6 +21,13 @@ def first_of(candidates: Iterable[str], present: Container[str]) -> Optional[str
     return next((n for n in candidates if n in present), None)
 
 
+def _two_temporary_twin(name: str) -> str:
+    """The same tile with two temporaries (_t2 after the walk's group): the
+    same promotion of the same blocks in the same order as one temporary,
+    so the same bits."""
+    return re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", name, count=1)
+
+
 def _base_then_other_stages(name: str, base: str) -> List[str]:
     """`base` then its other ring depths, or nothing where `name` is no twin
     (the name did not change)."""
@@ -49,7 +56,7 @@ def bulk_base_candidates(name: str) -> List[str]:
     named = [n.replace("_wsb", suffix) for n in (name, name.replace("_gm16_", "_g16_"), plain,
                                                   plain.replace("_gm16_", "_g16_")) for suffix in ("_ws", "")]
     named += _other_stages(named)
-    two_temps = [re.sub(r"(_gm?\d+)(?![\d])(?!_t\d)", r"\1_t2", n, count=1) for n in named]
+    two_temps = [_two_temporary_twin(n) for n in named]
     unpaired = [b for p in pair_base_candidates(name)[:1] for b in bulk_base_candidates(p)]
     return _unique(named + two_temps + unpaired)
 
@@ -73,3 +80,14 @@ def ring_base_candidates(name: str) -> List[str]:
     rolled = _base_then_other_stages(name, name.replace("_ru", ""))
     from_l2 = _base_then_other_stages(name, name.replace("_ru", "").replace("_wl", "")) if "_wl" in name else []
     return _unique(rolled + from_l2)
+
+
+def scales_first_base_candidates(name: str) -> List[str]:
+    """A scales-first twin's (_sf) bases, best first: the same instance
+    reading the activation scales after the MMAs; for a twin unrolled four
+    or eight K blocks (no base of that unroll), the tile's two-block _sf
+    twin (unrolling repeats the loop body, it does not reorder a block's
+    FFMAs); then the two-temporary tile loading the weight scales from L2
+    (where the weight scales come from changes no value)."""
+    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
+    return _unique([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), _two_temporary_twin(plain)])
