@@ -461,6 +461,11 @@ class W8A8WgmmaSpec(KernelSpec):
     # waited on in that block's promotion (name: _wl;
     # wgmma_gemm::LaneWeightScales)
     ws_lanes: bool = False
+    # with ws_lanes: the lanes load the first 32 blocks' scales of the CTA's
+    # next unit while this one runs, so that a unit's first shuffle does not
+    # wait for L2 at its start (name: _wla instead of _wl;
+    # wgmma_gemm::LaneWeightScalesAhead)
+    ws_lanes_ahead: bool = False
     # block mode, tiles that straddle weight-scale blocks (128 % bn != 0),
     # one or two temporaries: the K loop built once per split point, so that the
     # promotion takes compile-time scales instead of a select per 8 columns
@@ -525,7 +530,8 @@ class W8A8WgmmaSpec(KernelSpec):
         return dict(super().template_vars(), scale_mode=self.scale_mode, config_args=self.config_args(),
                     split_paths=self.split_paths, stmatrix=self.stmatrix, ordered=self.ordered,
                     row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
-                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, unroll=self.unroll,
+                    ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, ws_lanes_ahead=self.ws_lanes_ahead,
+                    unroll=self.unroll,
                     prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll)
 
     def config_args(self) -> List[str]:
@@ -551,6 +557,7 @@ class W8A8WgmmaSpec(KernelSpec):
         ck = f"_ck{self.cluster_k}" if self.cluster_k > 1 else ""
         walk = "m" if self.walk_m else ""
         ws = "_wsb" if self.ws_bulk else "_ws" if self.ws_stage else "_wl" if self.ws_lanes else ""
+        ws += "a" if self.ws_lanes_ahead else ""
         sp = "_sp" if self.split_paths else ""
         st = "_st" if self.stmatrix else ""
         oi = "_oi" if self.ordered else ""
@@ -691,6 +698,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ws_lanes and (self.scale_mode != "kScaleBlock" or self.ws_stage or self.stage_blocks != 1):
             raise CatalogError(f"{self.name}: ws_lanes holds block weight scales read from L2 in the math warps' lanes "
                                "(block-scaled family, no ws_stage, one-block stages)")
+        if self.ws_lanes_ahead and not self.ws_lanes:
+            raise CatalogError(f"{self.name}: ws_lanes_ahead loads the next unit's lane-held weight scales early "
+                               "(it needs ws_lanes)")
         if self.unroll not in (1, 2, 4, 8) or (self.unroll > 1 and (
                 self.temps != 1 or self.ksplit != 1 or self.stage_blocks != 1)):
             raise CatalogError(f"{self.name}: unroll is 1, or 2, 4 or 8 for the one-temporary K loop (temps 1, no K "

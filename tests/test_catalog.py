@@ -476,6 +476,25 @@ def test_lane_held_weight_scales_are_a_block_scaled_twin_without_stage_scales():
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=128, stages=5, ws_lanes=True), **bad)).check(hw)
 
 
+def test_lane_ahead_is_a_twin_of_lane_held_weight_scales():
+    """ws_lanes_ahead (_wla) loads the next unit's lane-held weight scales
+    while a unit runs: a twin of the same Config named _wla for _wl, whose
+    rendered source adds the LaneWeightScalesAhead specialization to the
+    _wl twin's, refused without ws_lanes."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    wl = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes=True, ring_unroll=True)
+    wla = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes=True, ws_lanes_ahead=True,
+                        ring_unroll=True)
+    wla.check(hw)
+    assert wla.name == wl.name.replace("_wl_", "_wla_") and wla.config_args() == wl.config_args()
+    src, base = render(wla), render(wl)
+    assert "LaneWeightScalesAhead<Config>" in src and "LaneWeightScalesAhead" not in base
+    with pytest.raises(CatalogError, match="ws_lanes_ahead"):
+        W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes_ahead=True).check(hw)
+
+
 def test_scales_first_is_a_twin_for_block_scales_read_from_l2():
     """scales_first (_sf) reads an MMA group's activation scales before the
     group: a twin of the same Config whose rendered source adds only the

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, first_of, half_box_base_candidates, pair_base_candidates,  # noqa: E402
-                   ring_base_candidates, scales_first_base_candidates)
+from twins import (bulk_base_candidates, first_of, half_box_base_candidates, lane_ahead_base,  # noqa: E402
+                   pair_base_candidates, ring_base_candidates, scales_first_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -520,6 +520,27 @@ def test_scales_first_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K
     """Reading a group's activation scales before its wgmmas are issued
     moves a shared-memory load, not arithmetic: the twin gives its base's
     bits, early weights or not (N = 2112: a partial last tile column)."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each _wla twin and the same instance loading a unit's lane-held weight
+# scales at that unit's start (_wl): the same scales reach the same FFMAs,
+# so the same bits
+LANE_AHEAD = [(n, lane_ahead_base(n)) for n, s in SPECS.items() if getattr(s, "ws_lanes_ahead", False)]
+
+
+def test_lane_ahead_twins_exist():
+    assert LANE_AHEAD and all(base in SPECS for _, base in LANE_AHEAD), LANE_AHEAD
+
+
+@pytest.mark.parametrize("twin,base", LANE_AHEAD, ids=[t for t, _ in LANE_AHEAD])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (1000, 7168, 3072), (640, 5120, 5120), (4096, 2112, 512),
+                                   (2000, 24576, 1536), (300, 2112, 8320)])
+def test_lane_ahead_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """Loading the next unit's weight scales while a unit runs gives the
+    bits of loading them at its start: CTAs with one unit and with many,
+    units of 4 to 65 K blocks (past 32 the lanes' second and third loads
+    take over), N = 2112 a partial last tile column."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

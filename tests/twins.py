@@ -75,11 +75,18 @@ def ring_base_candidates(name: str) -> List[str]:
     """A ring-unrolled twin's (_ru) bases, best first: the same instance with
     the rolled K loop, then at another stage count (the ring depth the
     unrolling follows changes when a copy arrives, not what a block
-    computes); for a twin holding the weight scales in its lanes (_wl), then
-    the same loading them from L2 (the same values either way)."""
+    computes); for a twin holding the weight scales in its lanes (_wl, _wla),
+    then the same loading them from L2 (the same values either way)."""
     rolled = _base_then_other_stages(name, name.replace("_ru", ""))
-    from_l2 = _base_then_other_stages(name, name.replace("_ru", "").replace("_wl", "")) if "_wl" in name else []
+    from_l2 = _base_then_other_stages(name, re.sub(r"_wla?(?=_)", "", name.replace("_ru", "")))
     return _unique(rolled + from_l2)
+
+
+def lane_ahead_base(name: str) -> str:
+    """A twin whose lanes load the next unit's weight scales ahead (_wla):
+    the same instance loading them at the unit's start (_wl), the same
+    values in the same FFMAs."""
+    return name.replace("_wla_", "_wl_")
 
 
 def scales_first_base_candidates(name: str) -> List[str]:
@@ -89,5 +96,5 @@ def scales_first_base_candidates(name: str) -> List[str]:
     twin (unrolling repeats the loop body, it does not reorder a block's
     FFMAs); then the two-temporary tile loading the weight scales from L2
     (where the weight scales come from changes no value)."""
-    plain = re.sub(r"_(wl|u\d|sf)(?=_)", "", name)
+    plain = re.sub(r"_(wla?|u\d|sf)(?=_)", "", name)
     return _unique([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), _two_temporary_twin(plain)])

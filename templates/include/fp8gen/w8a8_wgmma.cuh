@@ -495,6 +495,20 @@ struct LaneWeightScales {
   static constexpr bool value = false;
 };
 
+// With LaneWeightScales: the lanes load the first 32 blocks' scales of the
+// CTA's next unit while this one runs, instead of at the unit's start.
+// Built because in the SASS of 128x64 s8 gm16 t2_wl_ru (ptxas 13.0) the
+// shuffle of a unit's first block sits ahead of its first QGMMA, straight
+// behind that unit's own loads, so every unit's MMAs waited for an L2
+// round trip: a fixed cost per tile, large where K is short (4 or 12
+// blocks at K = 512 or 1536). The loads themselves are predicated per
+// lane, so a short unit loads no more than it uses. A trait for the same
+// reason as SplitPaths.
+template <class C>
+struct LaneWeightScalesAhead {
+  static constexpr bool value = false;
+};
+
 // The one-temporary K loop unrolled this many blocks (1: as ptxas chooses).
 // In the 256x128 tile's SASS (ptxas 13.0) the loop, not unrolled, took 213
 // instructions per K block against 192 for DeepGEMM's, unrolled 8 deep with
@@ -896,6 +910,23 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   static_assert(!kOrdered || (C::ROW_WG == 2 && C::KSPLIT == 1), "ordered issue: two row warpgroups, no K split");
   if constexpr (kOrdered)
     if (wg == 1) ptx::named_barrier_arrive(3, 256);  // warpgroup 0 goes first
+  // LaneWeightScalesAhead: lane l holds the scale of block l of the next
+  // unit's K run (ahead_lo/hi), loaded while the unit before it runs.
+  constexpr bool kLaneAhead = LaneWeightScalesAhead<C>::value;
+  static_assert(!kLaneAhead || kLaneWs, "the next unit's weight scales loaded ahead: lane-held weight scales");
+  [[maybe_unused]] float ahead_lo = 1.f, ahead_hi = 1.f;
+  [[maybe_unused]] auto ahead_load = [&](int next) {
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(next, tile, slice, kb_begin, kb_end);
+    coords(tile, tm, tn);
+    const float *ws_lo, *ws_hi;
+    w_scale_rows(tn, ws_lo, ws_hi);
+    const int kb = kb_begin + lane;
+    ahead_lo = kb < kb_end ? __ldg(ws_lo + kb) : 0.f;
+    ahead_hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(ws_hi + kb) : 0.f) : ahead_lo;
+  };
+  if constexpr (kLaneAhead)
+    if (first_unit < units) ahead_load(first_unit);
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -920,7 +951,13 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(ws_hi + kb) : 0.f) : lo;
     };
     if constexpr (kLaneWs) {
-      lane_load(kb_begin, lane_lo, lane_hi);
+      if constexpr (kLaneAhead) {  // (loaded during the previous unit)
+        lane_lo = ahead_lo;
+        lane_hi = ahead_hi;
+        if (unit + unit_step < units) ahead_load(unit + unit_step);
+      } else {
+        lane_load(kb_begin, lane_lo, lane_hi);
+      }
       lane_load(kb_begin + 32, next_lo, next_hi);
     }
     // Block kb: MMAs into a per-block temporary, waited, then promoted
