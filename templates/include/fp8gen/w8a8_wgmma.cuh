@@ -914,6 +914,14 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   // unit's K run (ahead_lo/hi), loaded while the unit before it runs.
   constexpr bool kLaneAhead = LaneWeightScalesAhead<C>::value;
   static_assert(!kLaneAhead || kLaneWs, "the next unit's weight scales loaded ahead: lane-held weight scales");
+  // (LaneWeightScales) lane l's scales of block first + l in the weight-scale
+  // rows row_lo and row_hi, 0 from kb_end on
+  [[maybe_unused]] auto lane_scales = [&](const float* row_lo, const float* row_hi, int first, int kb_end, float& lo,
+                                          float& hi) {
+    const int kb = first + lane;
+    lo = kb < kb_end ? __ldg(row_lo + kb) : 0.f;
+    hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(row_hi + kb) : 0.f) : lo;
+  };
   [[maybe_unused]] float ahead_lo = 1.f, ahead_hi = 1.f;
   [[maybe_unused]] auto ahead_load = [&](int next) {
     int tile, slice, tm, tn, kb_begin, kb_end;
@@ -921,9 +929,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     coords(tile, tm, tn);
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
-    const int kb = kb_begin + lane;
-    ahead_lo = kb < kb_end ? __ldg(ws_lo + kb) : 0.f;
-    ahead_hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(ws_hi + kb) : 0.f) : ahead_lo;
+    lane_scales(ws_lo, ws_hi, kb_begin, kb_end, ahead_lo, ahead_hi);
   };
   if constexpr (kLaneAhead)
     if (first_unit < units) ahead_load(first_unit);
@@ -946,9 +952,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     [[maybe_unused]] float lane_lo = 1.f, lane_hi = 1.f, next_lo = 1.f, next_hi = 1.f;
     [[maybe_unused]] int lane_base = kb_begin;
     [[maybe_unused]] auto lane_load = [&](int first, float& lo, float& hi) {
-      const int kb = first + lane;
-      lo = kb < kb_end ? __ldg(ws_lo + kb) : 0.f;
-      hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(ws_hi + kb) : 0.f) : lo;
+      lane_scales(ws_lo, ws_hi, first, kb_end, lo, hi);
     };
     if constexpr (kLaneWs) {
       if constexpr (kLaneAhead) {  // (loaded during the previous unit)
