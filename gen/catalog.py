@@ -516,6 +516,12 @@ class W8A8WgmmaSpec(KernelSpec):
     # slots, barriers, descriptors and parities are compile-time offsets
     # (name: _ru; wgmma_gemm::RingUnroll)
     ring_unroll: bool = False
+    # the two-temporary K loops: the math warps take a unit's work range and
+    # tile coordinates computed while the unit before it ran, and compute
+    # the next unit's once the first MMAs are issued, so that the integer
+    # divisions are not between a unit's top and its first MMA (name: _cc,
+    # last; wgmma_gemm::CarriedCoords)
+    carry_coords: bool = False
 
     family: ClassVar[str] = "w8a8_wgmma"
     header: ClassVar[str] = "fp8gen/w8a8_wgmma.cuh"
@@ -532,7 +538,8 @@ class W8A8WgmmaSpec(KernelSpec):
                     row_box=self.row_box, half_box=self.half_box, stage_blocks=self.stage_blocks, early=self.early,
                     ws_bulk=self.ws_bulk, ws_lanes=self.ws_lanes, ws_lanes_ahead=self.ws_lanes_ahead,
                     unroll=self.unroll,
-                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll)
+                    prewait=self.prewait, scales_first=self.scales_first, ring_unroll=self.ring_unroll,
+                    carry_coords=self.carry_coords)
 
     def config_args(self) -> List[str]:
         """wgmma_gemm::Config's template arguments, trailing defaults left
@@ -568,6 +575,7 @@ class W8A8WgmmaSpec(KernelSpec):
         unroll += "_pw" if self.prewait else ""
         unroll += "_sf" if self.scales_first else ""
         unroll += "_ru" if self.ring_unroll else ""
+        unroll += "_cc" if self.carry_coords else ""
         return (f"{self.bm}x{self.bn}x{BLOCK_K}_s{self.stages}_g{walk}{self.group_n}{split}{temps}{slices}{chunks}"
                 f"{cluster}{ck}{boxes}{fixed}{ws}{sp}{st}{oi}{rb}{sb}{early}{unroll}")
 
@@ -714,6 +722,9 @@ class W8A8WgmmaSpec(KernelSpec):
         if self.ring_unroll and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.split_paths):
             raise CatalogError(f"{self.name}: ring_unroll unrolls the two-temporary K loop (temps 2, no K split "
                                "inside the CTA, one-block stages, no split paths)")
+        if self.carry_coords and (self.temps != 2 or self.ksplit != 1 or self.stage_blocks != 1 or self.split_paths):
+            raise CatalogError(f"{self.name}: carry_coords carries the unit coordinates through the two-temporary K "
+                               "loops (temps 2, no K split inside the CTA, one-block stages, no split paths)")
         if self.fixed_n and self.scale_mode != "kScaleBlock":
             raise CatalogError(f"{self.name}: shape-specialized instances are built for the block-scaled family only")
         if self.cluster_m == 2 and self.bn % 16:

@@ -495,6 +495,30 @@ def test_lane_ahead_is_a_twin_of_lane_held_weight_scales():
         W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes_ahead=True).check(hw)
 
 
+def test_carried_coords_is_a_twin_of_the_two_temporary_loops():
+    """carry_coords (_cc, last in the name) carries a unit's coordinates
+    over from the unit before: a twin of the same Config whose rendered
+    source adds the CarriedCoords specialization, refused outside the
+    two-temporary loops (one temporary, multi-block stages, split paths;
+    a K split inside the CTA has no two-temporary loop to refuse)."""
+    from gen.render import render
+
+    hw = load_hardware("sm_90a")
+    base = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes=True, ws_lanes_ahead=True,
+                         ring_unroll=True)
+    cc = W8A8WgmmaSpec(arch="sm_90a", bm=128, bn=64, stages=8, temps=2, ws_lanes=True, ws_lanes_ahead=True,
+                       ring_unroll=True, carry_coords=True)
+    cc.check(hw)
+    assert cc.name == base.name.replace("_ru_", "_ru_cc_") and cc.config_args() == base.config_args()
+    src, plain = render(cc), render(base)
+    assert "CarriedCoords<Config>" in src and "CarriedCoords" not in plain
+    for bad in ({"temps": 1},
+                {"stage_blocks": 2, "bm": 64, "bn": 32, "stages": 4}, {"bn": 136, "stages": 5, "split_paths": True}):
+        with pytest.raises(CatalogError, match="carry_coords"):
+            W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, carry_coords=True),
+                                                **bad)).check(hw)
+
+
 def test_scales_first_is_a_twin_for_block_scales_read_from_l2():
     """scales_first (_sf) reads an MMA group's activation scales before the
     group: a twin of the same Config whose rendered source adds only the

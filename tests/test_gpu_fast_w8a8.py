@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, first_of, half_box_base_candidates, lane_ahead_base,  # noqa: E402
-                   pair_base_candidates, ring_base_candidates, scales_first_base_candidates)
+from twins import (bulk_base_candidates, carried_base, first_of, half_box_base_candidates,  # noqa: E402
+                   lane_ahead_base, pair_base_candidates, ring_base_candidates, scales_first_base_candidates)
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -541,6 +541,27 @@ def test_lane_ahead_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     bits of loading them at its start: CTAs with one unit and with many,
     units of 4 to 65 K blocks (past 32 the lanes' second and third loads
     take over), N = 2112 a partial last tile column."""
+    _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
+
+
+# each _cc twin and the same instance computing a unit's coordinates at
+# that unit's top: the same units, blocks and FFMAs, so the same bits
+CARRIED = [(n, carried_base(n)) for n, s in SPECS.items() if getattr(s, "carry_coords", False)]
+
+
+def test_carried_coords_twins_exist():
+    assert CARRIED and all(base in SPECS for _, base in CARRIED), CARRIED
+
+
+@pytest.mark.parametrize("twin,base", CARRIED, ids=[t for t, _ in CARRIED])
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (1000, 7168, 3072), (640, 5120, 5120), (4096, 2112, 512),
+                                   (2000, 24576, 1536), (300, 2112, 8320), (8192, 4096, 1024)])
+def test_carried_coords_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
+    """Carrying each unit's coordinates over from the unit before gives the
+    bits of computing them at its top: CTAs with one unit and with many
+    (8192x4096: 2048 tiles, 15-16 a CTA), the walk's last, narrower group
+    (N = 2112: 33 tile columns in groups of 16), units of 4 to 65 K
+    blocks."""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)
 
 

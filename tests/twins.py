@@ -71,12 +71,22 @@ def half_box_base_candidates(name: str) -> List[str]:
     return _unique([base] + _other_stages([base]) + unpaired)
 
 
+def carried_base(name: str) -> str:
+    """A twin carrying its unit coordinates over from the unit before (_cc):
+    the same instance computing them at each unit's top (the same units,
+    blocks and FFMAs; only where the divisions run moves)."""
+    return re.sub(r"_cc(?=_)", "", name)
+
+
 def ring_base_candidates(name: str) -> List[str]:
     """A ring-unrolled twin's (_ru) bases, best first: the same instance with
     the rolled K loop, then at another stage count (the ring depth the
     unrolling follows changes when a copy arrives, not what a block
     computes); for a twin holding the weight scales in its lanes (_wl, _wla),
-    then the same loading them from L2 (the same values either way)."""
+    then the same loading them from L2 (the same values either way). A
+    twin carrying its coordinates (_cc) has its base's bases (carrying
+    moves where the divisions run, not what a block computes)."""
+    name = carried_base(name)
     rolled = _base_then_other_stages(name, name.replace("_ru", ""))
     from_l2 = _base_then_other_stages(name, re.sub(r"_wla?(?=_)", "", name.replace("_ru", "")))
     return _unique(rolled + from_l2)
@@ -85,8 +95,8 @@ def ring_base_candidates(name: str) -> List[str]:
 def lane_ahead_base(name: str) -> str:
     """A twin whose lanes load the next unit's weight scales ahead (_wla):
     the same instance loading them at the unit's start (_wl), the same
-    values in the same FFMAs."""
-    return name.replace("_wla_", "_wl_")
+    values in the same FFMAs (for a _cc twin, its base's base)."""
+    return carried_base(name).replace("_wla_", "_wl_")
 
 
 def scales_first_base_candidates(name: str) -> List[str]:

@@ -538,6 +538,20 @@ struct RingUnroll {
   static constexpr bool value = false;
 };
 
+// The math warps take a unit's work range and tile coordinates computed
+// during the unit before it, and compute the next unit's once the unit's
+// first MMAs are issued (with LaneWeightScalesAhead, the next unit's lane
+// loads go out there too). Built because in the SASS of 128x64 s8 gm16
+// t2_ru and t2_wla_ru (ptxas 13.0) a unit's first QGMMA waits behind the
+// integer divisions of tile_coords (MUFU.RCP chains), and t2_wla_ru runs
+// them twice there: 92 and 170 instructions from the unit's top to its
+// first QGMMA, while the tensor pipe idles. The two-temporary loops only.
+// A trait for the same reason as SplitPaths.
+template <class C>
+struct CarriedCoords {
+  static constexpr bool value = false;
+};
+
 // The one-temporary K loop waits for the next block's stage right after
 // issuing a block's last MMA group, while those MMAs run, instead of after
 // their promotion: in the 256x128 tile's SASS the path from the last
@@ -923,21 +937,41 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
     hi = C::MAY_STRADDLE ? (kb < kb_end ? __ldg(row_hi + kb) : 0.f) : lo;
   };
   [[maybe_unused]] float ahead_lo = 1.f, ahead_hi = 1.f;
-  [[maybe_unused]] auto ahead_load = [&](int next) {
-    int tile, slice, tm, tn, kb_begin, kb_end;
-    work(next, tile, slice, kb_begin, kb_end);
-    coords(tile, tm, tn);
+  [[maybe_unused]] auto ahead_scales = [&](int tn, int kb_begin, int kb_end) {
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
     lane_scales(ws_lo, ws_hi, kb_begin, kb_end, ahead_lo, ahead_hi);
   };
+  [[maybe_unused]] auto ahead_load = [&](int next) {
+    int tile, slice, tm, tn, kb_begin, kb_end;
+    work(next, tile, slice, kb_begin, kb_end);
+    coords(tile, tm, tn);
+    ahead_scales(tn, kb_begin, kb_end);
+  };
   if constexpr (kLaneAhead)
     if (first_unit < units) ahead_load(first_unit);
+  // CarriedCoords: the next unit's work range and tile coordinates, computed
+  // while the unit before it runs (the first unit's here).
+  constexpr bool kCarried = CarriedCoords<C>::value;
+  static_assert(!kCarried || (C::TEMPS == 2 && C::KSPLIT == 1 && C::KB == 1 && !kSplitPaths),
+                "carried coordinates: the two-temporary loops, no K split inside the CTA, one-block stages");
+  [[maybe_unused]] int next_tile = 0, next_slice = 0, next_tm = 0, next_tn = 0, next_kb_begin = 0, next_kb_end = 0;
+  [[maybe_unused]] auto place_next = [&](int next) {
+    work(next, next_tile, next_slice, next_kb_begin, next_kb_end);
+    coords(next_tile, next_tm, next_tn);
+  };
+  if constexpr (kCarried)
+    if (first_unit < units) place_next(first_unit);
 
   for (int unit = first_unit; unit < units; unit += unit_step) {
     int tile, slice, tm, tn, kb_begin, kb_end;
-    work(unit, tile, slice, kb_begin, kb_end);
-    coords(tile, tm, tn);
+    if constexpr (kCarried) {
+      tile = next_tile, slice = next_slice, tm = next_tm, tn = next_tn;
+      kb_begin = next_kb_begin, kb_end = next_kb_end;
+    } else {
+      work(unit, tile, slice, kb_begin, kb_end);
+      coords(tile, tm, tn);
+    }
     const int n0 = tn * C::BN;
     const float *ws_lo, *ws_hi;
     w_scale_rows(tn, ws_lo, ws_hi);
@@ -958,7 +992,8 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
       if constexpr (kLaneAhead) {  // (loaded during the previous unit)
         lane_lo = ahead_lo;
         lane_hi = ahead_hi;
-        if (unit + unit_step < units) ahead_load(unit + unit_step);
+        if constexpr (!kCarried)  // (CarriedCoords: once the first MMAs are issued, in first_issued)
+          if (unit + unit_step < units) ahead_load(unit + unit_step);
       } else {
         lane_load(kb_begin, lane_lo, lane_hi);
       }
@@ -986,6 +1021,17 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
         } else {
           lo = __ldg(ws_lo + kb);
           hi = C::MAY_STRADDLE ? __ldg(ws_hi + kb) : lo;
+        }
+      }
+    };
+    // CarriedCoords: called once the unit's first MMAs are issued, so that
+    // the next unit's divisions (and with LaneWeightScalesAhead its lanes'
+    // loads) run while those MMAs do, not ahead of them.
+    [[maybe_unused]] auto first_issued = [&]() {
+      if constexpr (kCarried) {
+        if (unit + unit_step < units) {
+          place_next(unit + unit_step);
+          if constexpr (kLaneAhead) ahead_scales(next_tn, next_kb_begin, next_kb_end);
         }
       }
     };
@@ -1251,6 +1297,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   issue(is, iph, 0, CA, ta, a0, a1, wa_lo, wa_hi, kb_begin);                                   \
   if (CA == LAST) advance(is, iph);                                                            \
   if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
+  first_issued();                                                                              \
   for (int j = 0;; j += 2) {                                                                   \
     if (j + 1 < steps) {                                                                       \
       issue(is, iph, 0, CB, tb, b0, b1, wb_lo, wb_hi, kb_begin + (j + 1) / C::CHUNKS);         \
@@ -1306,6 +1353,7 @@ __device__ __forceinline__ void run(const Params& p, uint8_t* smem_raw) {
   uint32_t rph = phase; /* slot 0's parity in the pass's first turn */                         \
   issue(0, rph, 0, 0, ta, a0, a1, wa_lo, wa_hi, kb_begin);                                     \
   if constexpr (!C::WS_STAGE) w_scales(kb_begin, wa_lo, wa_hi);                                \
+  first_issued();                                                                              \
   for (int kb0 = kb_begin;; kb0 += PASS) {                                                     \
     _Pragma("unroll") for (int i = 0; i < PASS * C::CHUNKS; ++i) {                             \
       const int b = i / C::CHUNKS, c = i % C::CHUNKS;               /* this step */           \
