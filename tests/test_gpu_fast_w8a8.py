@@ -559,9 +559,9 @@ def test_carried_coords_twins_exist():
 def test_carried_coords_give_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
     """Carrying each unit's coordinates over from the unit before gives the
     bits of computing them at its top: CTAs with one unit and with many
-    (8192x4096: 2048 to 4096 tiles, 15 to 31 a CTA), the walk's last, narrower group
-    (N = 2112: 33 tile columns in groups of 16), units of 4 to 65 K
-    blocks. (M stays within split_ws's 1000 rows where the split twins
+    (8192x4096: 2048 to 4096 tiles, 15 to 31 a CTA), the walk's last,
+    narrower group (N = 2112: 33 tile columns in groups of 16), units of 4
+    to 65 K blocks. (M stays within split_ws's 1000 rows where the split twins
     (_x2, _x4) cut every tile: at 2000x24576 an _x4 twin asked for more
     partial-tile room than it holds, which the runtime refused.)"""
     _same_bits(rt, gen, split_ws, [(twin, False), (base, False), (twin, True)], M, N, K)

@@ -544,8 +544,8 @@ struct RingUnroll {
 // loads go out there too). Built because in the SASS of 128x64 s8 gm16
 // t2_ru and t2_wla_ru (ptxas 13.0) a unit's first QGMMA waits behind the
 // integer divisions of tile_coords (MUFU.RCP chains), and t2_wla_ru runs
-// them twice there: 92 and 170 instructions from the unit's top to its
-// first QGMMA, while the tensor pipe idles. The two-temporary loops only.
+// them twice there: 102 and 184 instructions from the unit loop's back
+// edge to the first QGMMA, while the tensor pipe idles. Two-temp loops only.
 // A trait for the same reason as SplitPaths.
 template <class C>
 struct CarriedCoords {
