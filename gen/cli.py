@@ -267,7 +267,6 @@ def cmd_soak(args) -> int:
 
 def cmd_tune(args) -> int:
     import datetime
-    import json
     from pathlib import Path
 
     from gen.bench import tune
@@ -283,11 +282,7 @@ def cmd_tune(args) -> int:
             return rc
     rels = [_repo_relative(r) for r in records]  # (None: outside the repository)
     docs, names = [], []
-    for record, rel in zip(records, rels):
-        try:
-            doc = json.loads(record.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise SystemExit(f"cannot read the bench record {record}: {e}") from None
+    for record, rel, doc in zip(records, rels, _read_records(records)):
         if doc.get("timing", "events") != "events":
             raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
                              "events timing (what a caller sees back to back)")
@@ -347,17 +342,39 @@ def _repo_relative(path):
 
 
 def _read_records(paths) -> list:
-    """Bench records (JSON) from their paths, or exit saying which one failed."""
-    import json
-    from pathlib import Path
+    """Bench records (JSON, or archived .json.xz) from their paths, or exit
+    saying which one failed."""
+    import lzma
+
+    from gen.fsutil import read_record
 
     docs = []
     for path in paths:
         try:
-            docs.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as e:
+            docs.append(read_record(path))
+        except (OSError, ValueError, lzma.LZMAError) as e:
             raise SystemExit(f"cannot read the bench record {path}: {e}") from None
     return docs
+
+
+def cmd_archive(args) -> int:
+    from pathlib import Path
+
+    from gen.bench import archive
+    from runtime.paths import REPO_ROOT
+
+    todo, refused = archive.plan([Path(p) for p in args.records], REPO_ROOT)
+    for why in refused:
+        print(f"refused: {why}", file=sys.stderr)
+    if refused:
+        print("nothing archived", file=sys.stderr)
+        return 1
+    for path, target, data in todo:
+        print(f"{path} -> {target.name}: {path.stat().st_size} -> {len(data)} bytes"
+              + (" (dry run)" if args.dry_run else ""))
+    if not args.dry_run:
+        archive.apply(todo)
+    return 0
 
 
 def _router(arch: str, families, sms: int):
@@ -710,6 +727,17 @@ def parser() -> argparse.ArgumentParser:
     co.add_argument("--sms", type=int, default=132,
                     help="with --routed: SMs for the wave model between measured M (default 132: H100/H200 SXM)")
     co.set_defaults(func=cmd_compare)
+
+    ar = sub.add_parser("archive", help="keep superseded bench records compressed (.json.xz; no GPU)",
+                        description="Rewrites each RECORD.json as RECORD.json.xz (the same text, xz-compressed, "
+                                    "read back and checked before the JSON is removed). gen compare, merge and "
+                                    "tune read either form. Refuses, and archives nothing, if any record is one "
+                                    "the checkout still reads: those HARDWARE.toml's [tuned] lists and the "
+                                    "acceptance pair (bench-h200.json, bench-h200-2.json). The records' Markdown "
+                                    "tables are left as they are.")
+    ar.add_argument("records", nargs="+", help="bench records (.json) to archive")
+    ar.add_argument("--dry-run", action="store_true", help="say what would be archived; write nothing")
+    ar.set_defaults(func=cmd_archive)
 
     tu = sub.add_parser("tune", help="measure every instance; write the dispatch table and W8A8 levers (GPU)",
                         description="Runs the bench with every instance of each tuned family (and the peers), "

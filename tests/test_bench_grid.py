@@ -392,6 +392,13 @@ def test_records_are_written_one_row_per_line_and_read_back_unchanged(tmp_path):
     for path in committed:
         with open(path) as f:
             assert f.read() == record_text(json.load(open(path))), path
+    # archived ones (gen archive) hold the same text, compressed
+    import lzma
+
+    archived = sorted(glob.glob("hardware/*/*.json.xz"))
+    for path in archived:
+        text = lzma.decompress(open(path, "rb").read()).decode()
+        assert text == record_text(json.loads(text)), path
 
 
 def test_gen_bench_instances_routed_names_every_instance_the_tables_pick(tmp_path, monkeypatch):
