@@ -699,7 +699,8 @@ def parser() -> argparse.ArgumentParser:
                                     "into one record whose `runs` field lists which commit, date and seed "
                                     "measured which shapes. Refuses a point measured twice. Then `gen tune "
                                     "--from-record --record OUT` derives the dispatch tables from it.")
-    me.add_argument("records", nargs="+", help="bench records (JSON, or archived .json.xz), in the order they were measured")
+    me.add_argument("records", nargs="+", help="bench records (JSON, or archived .json.xz), in the order they "
+                                               "were measured")
     me.add_argument("--out", required=True, help="the merged record's path")
     me.add_argument("--md", help="also write the Markdown ratio table here")
     me.add_argument("--png", help="also draw TFLOP/s against M here")
@@ -714,7 +715,8 @@ def parser() -> argparse.ArgumentParser:
                                     "the points that moved most, and each run's geometric mean: for an A/B of "
                                     "two builds timed in alternating processes. Records of different machines "
                                     "or software setups are refused.")
-    co.add_argument("records", nargs="+", help="bench records (JSON, or archived .json.xz): the runs, or the new side of an A/B")
+    co.add_argument("records", nargs="+", help="bench records (JSON, or archived .json.xz): the runs, or "
+                                               "the new side of an A/B")
     co.add_argument("--base", nargs="+", help="the base side of an A/B (bench records)")
     co.add_argument("--impl", help="compare this arm (comma-separated: the fastest of them per point) instead "
                                    "of the fast path (w8a8_wgmma or w8a8_cutlass)")

@@ -6,7 +6,6 @@ names (the dispatch table's inputs, which a test re-reads) and the
 acceptance pair that issue 6's test reads through the committed tables."""
 from __future__ import annotations
 
-import json
 import lzma
 from pathlib import Path
 from typing import List, Set, Tuple
@@ -35,10 +34,11 @@ def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]],
     live = live_records(repo)
     todo, refused = [], []
     for path in paths:
-        target = Path(str(path)[: -len(".json")] + ARCHIVED_SUFFIX)
         if path.suffix != ".json":
             refused.append(f"{path}: not a .json record")
-        elif path.resolve() in live:
+            continue
+        target = path.with_name(path.name[: -len(".json")] + ARCHIVED_SUFFIX)
+        if path.resolve() in live:
             refused.append(f"{path}: still read (HARDWARE.toml [tuned] or the acceptance pair)")
         elif target.exists():
             refused.append(f"{path}: {target.name} exists already")
@@ -56,11 +56,11 @@ def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]],
 
 
 def apply(todo: List[Tuple[Path, Path, bytes]]) -> None:
-    """Writes each archive, checks it reads back as the record, then
-    removes the record."""
+    """Writes each archive, checks it reads back as the record on disk,
+    then removes the record."""
     for path, target, data in todo:
         write_atomic(target, data)
-        if read_record(target) != json.loads(path.read_text()):
+        if read_record(target) != read_record(path):
             target.unlink()
             raise RuntimeError(f"{target} does not read back as {path}; left {path} in place")
         path.unlink()
