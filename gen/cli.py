@@ -653,10 +653,12 @@ def parser() -> argparse.ArgumentParser:
                          "word routed stands for every instance the committed dispatch tables pick at the "
                          "bench's shapes and M (an acceptance pair that gen compare --routed reads in full); the "
                          "record lists them; gen tune takes such a partial record only beside full ones")
-    be.add_argument("--timing", choices=("events", "kernel"), default="events",
+    be.add_argument("--timing", choices=("events", "kernel", "resident"), default="events",
                     help="events (default): CUDA events around back-to-back calls, launch gaps included, what a "
                          "caller sees and what gen tune uses; kernel: the profiler's kernel durations per call, "
-                         "L2 flushed before each (how DeepGEMM's published figures were measured)")
+                         "L2 flushed before each (how DeepGEMM's published figures were measured); resident: "
+                         "events timing on one input set instead of rotated ones, so that operands that fit in "
+                         "L2 stay there: a kernel's on-chip bound, not a caller's time (gen tune refuses it)")
     be.add_argument("--pdl", choices=("auto", "on", "off"), default="auto",
                     help="launch fp8gen's kernels with programmatic dependent launch: auto (default) is on for "
                          "events timing and off for kernel timing, where a flush kernel precedes every call and "

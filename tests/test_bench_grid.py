@@ -444,3 +444,31 @@ def test_a_gpu_with_its_own_measured_ceiling_gets_it():
     h200 = ceilings_for(roof, "NVIDIA H200")
     assert h200 == {"fp8_dense_tflops": 1979.0, "memory_tbps": 4.25, "memory_tbps_note": "measured: H200, copy"}
     assert ceilings_for({"memory_tbps": 4.25}, "NVIDIA H200") == {"memory_tbps": 4.25}
+
+
+def test_resident_timing_reads_one_input_set_and_says_so(tmp_path, monkeypatch):
+    """--timing resident: one input set per point (operands that fit stay in
+    L2), the same events timer, the record and its table saying which; the
+    default rotates over sets a few times the L2."""
+    import types
+
+    import gen.bench.run
+    from gen.bench import arms, report
+    from gen.bench.timing import rotation, time_us
+    from gen.cli import main
+
+    l2 = 50 << 20
+    rotating, resident = (types.SimpleNamespace(l2_bytes=l2, rotate=r) for r in (True, False))
+    assert arms.input_sets(resident, 1 << 20) == 1
+    assert arms.input_sets(rotating, 1 << 20) == rotation(1 << 20, l2) > 1
+    assert arms.Context.__dataclass_fields__["rotate"].default is True
+    assert gen.bench.run.TIMERS["resident"] is time_us
+
+    seen = {}
+    monkeypatch.setattr(gen.bench.run, "bench", lambda **kw: seen.update(kw) or 0)
+    common = ["--families", "w8a8_wgmma,cublaslt_block", "--out", str(tmp_path / "b.json"), "--git-sha", "x"]
+    assert main(["bench", "--timing", "resident"] + common) == 0 and seen["timing"] == "resident"
+
+    doc = {"timing": "resident", "rows": []}
+    assert "one input set" in report.summary(doc) and "does not bound" in report.summary(doc)
+    assert "launch gaps included" in report.summary({"rows": []})

@@ -61,6 +61,11 @@ class Context:
     # how a call is timed: time_us (events around back-to-back calls, launch
     # gaps included) or timing.kernel_us (the profiler's kernel durations)
     timer: Callable = time_us
+    # rotate the inputs over several sets, a few times the L2 (the default:
+    # each call reads its operands from DRAM, as a model's projections do);
+    # False (--timing resident): one set, so that operands that fit stay in
+    # L2 and a kernel's time is what its on-chip work allows
+    rotate: bool = True
     # the fast arms' activation operands: "padded" (rows and MN-major scales
     # to a multiple of 128, as runtime.Workspace hands them to rt.linear) or
     # "exact" (M rows; a partial last tile row is then zero-filled by TMA)
@@ -174,6 +179,11 @@ def point_order(names: List[str], seed: Optional[int], M: int, N: int, K: int) -
     return order
 
 
+def input_sets(ctx: Context, set_bytes: int) -> int:
+    """How many input sets a point rotates over (one without ctx.rotate)."""
+    return rotation(set_bytes, ctx.l2_bytes) if ctx.rotate else 1
+
+
 def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
     if family not in ctx.rt.entries:
         return []
@@ -187,7 +197,7 @@ def _instances(ctx: Context, family: str, M: int, N: int, K: int) -> List[str]:
 
 
 class ShapeInputs:
-    """Rotated weight sets for one (N, K)."""
+    """The weight sets for one (N, K), rotated over (input_sets)."""
 
     def __init__(self, ctx: Context, N: int, K: int):
         from gen.bench.torch_ref import dequant_weight, quantize_weight
@@ -195,7 +205,7 @@ class ShapeInputs:
         torch = ctx.torch
         self.N, self.K = N, K
         self.sets = []
-        for i in range(rotation(3 * N * K, ctx.l2_bytes)):
+        for i in range(input_sets(ctx, 3 * N * K)):
             w_q, w_s = quantize_weight(torch.randn(N, K, device="cuda", generator=ctx.gen) * 0.02)
             w_deq = dequant_weight(w_q, w_s)
             if i == 0:
@@ -449,7 +459,7 @@ def quant_point(ctx: Context, M: int, K: int) -> None:
 
     torch = ctx.torch
     rt = ctx.rt
-    n = rotation(3 * M * K, ctx.l2_bytes)
+    n = input_sets(ctx, 3 * M * K)
     where = f"M={M} K={K}"
     xs = [ctx.torch.randn(M, K, device="cuda", generator=ctx.gen).to(torch.bfloat16) for _ in range(n)]
     qs = [torch.empty(M, K, dtype=torch.uint8, device="cuda") for _ in range(n)]
@@ -502,7 +512,7 @@ def weight_point(ctx: Context, N: int, K: int) -> None:
 
     torch = ctx.torch
     rt = ctx.rt
-    n = rotation(3 * N * K, ctx.l2_bytes)
+    n = input_sets(ctx, 3 * N * K)
     where = f"N={N} K={K}"
     if ctx.want("nvfp4_to_fp8"):
         srcs = [_nvfp4_weight(ctx, N, K) for _ in range(n)]

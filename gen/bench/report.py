@@ -106,8 +106,10 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
     index = _gemm_index(doc["rows"])
     timing = doc.get("timing", "events")
     lines = [f"Timing: {timing} ("
-             + ("profiler kernel durations, L2 flushed before each call" if timing == "kernel"
-                else "CUDA events around back-to-back calls, launch gaps included") + ")."]
+             + {"kernel": "profiler kernel durations, L2 flushed before each call",
+                "resident": "CUDA events around back-to-back calls on one input set: operands that fit stay in "
+                            "L2, so the memory roofline does not bound these times"}.get(
+                 timing, "CUDA events around back-to-back calls, launch gaps included") + ")."]
     if doc.get("arm_order"):  # (records before the field ran fp8gen's arms first and do not say so)
         lines.append(f"Arm order at each point: {doc['arm_order']}"
                      + (" (listed, then reversed, from alternate ends at alternate points; each arm's time the mean)"

@@ -11,7 +11,8 @@ from gen.bench.timing import kernel_us, needs_rest, rest, time_us
 # --timing: "events" (what a caller sees back to back; the record the
 # dispatch tables come from) or "kernel" (device time per call, the way
 # DeepGEMM's published figures were measured)
-TIMERS = {"events": time_us, "kernel": kernel_us}
+# resident: events timing on one input set (arms.Context.rotate False)
+TIMERS = {"events": time_us, "kernel": kernel_us, "resident": time_us}
 
 
 def _progress(done: int, total: int, what: str) -> None:
@@ -68,7 +69,7 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
 
     hw = load_hardware(arch)
     ctx = arms.device_context(torch, arch, seed=seed, families=families, all_instances=all_instances, only=only,
-                              timer=TIMERS[timing], a_rows=a_rows, order_seed=seed if all_instances else None,
+                              timer=TIMERS[timing], rotate=timing != "resident", a_rows=a_rows, order_seed=seed if all_instances else None,
                               arm_order=arm_order)
     rt = ctx.rt
     if "deepgemm" in families:  # (before any timing: a machine without it stops here)
