@@ -372,8 +372,14 @@ def cmd_archive(args) -> int:
     for path, target, data in todo:
         print(f"{path} -> {target.name}: {path.stat().st_size} -> {len(data)} bytes"
               + (" (dry run)" if args.dry_run else ""))
-    if not args.dry_run:
-        archive.apply(todo)
+    if args.dry_run:
+        for toml, names in archive.tomls_to_rewrite(todo).items():
+            _, count = archive.renamed_references(toml.read_text(), names)
+            if count:
+                print(f"{toml}: {count} reference(s) would name the archives (dry run)")
+    else:
+        for toml, count in archive.apply(todo).items():
+            print(f"{toml}: {count} reference(s) now name the archives")
     return 0
 
 
@@ -735,10 +741,12 @@ def parser() -> argparse.ArgumentParser:
     ar = sub.add_parser("archive", help="keep superseded bench records compressed (.json.xz; no GPU)",
                         description="Rewrites each RECORD.json as RECORD.json.xz (the same text, xz-compressed, "
                                     "read back and checked before the JSON is removed). gen compare, merge and "
-                                    "tune read either form. Refuses, and archives nothing, if any record is one "
-                                    "the checkout still reads: those HARDWARE.toml's [tuned] lists and the "
-                                    "acceptance pair (bench-h200.json, bench-h200-2.json). The records' Markdown "
-                                    "tables are left as they are.")
+                                    "tune read either form. Where the HARDWARE.toml beside a record names it "
+                                    "(its [tuned] list, the levers' notes, comments), it names the archive "
+                                    "afterwards. Refuses, and archives nothing, if any record is one of the "
+                                    "acceptance pair (bench-h200.json, bench-h200-2.json), which stays plain "
+                                    "JSON. The records' Markdown tables, and README references, are left as "
+                                    "they are.")
     ar.add_argument("records", nargs="+", help="bench records (.json) to archive")
     ar.add_argument("--dry-run", action="store_true", help="say what would be archived; write nothing")
     ar.set_defaults(func=cmd_archive)

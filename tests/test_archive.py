@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from gen.bench import archive
 from gen.fsutil import archived_bytes, read_record, record_text
 
@@ -16,12 +18,22 @@ def _doc(sha, points=1):
             "driver": "13.0", "torch": "2.11", "rows": rows}
 
 
+TOML = """# the t record (bench-h200-t.json) and bench-h200-t.json.xz-like names: bench-h200-t.jsonl
+[defaults]
+note = "measured: hardware/sm_90a/bench-h200-t.json (git t), hardware/sm_90a/bench-h200-old.json"
+
+[tuned]
+records = ["hardware/sm_90a/bench-h200-t.json", "hardware/sm_90a/bench-h200-old-2.json"]
+"""
+
+
 def _repo(tmp_path):
-    """A checkout with one arch whose [tuned] names one record, an
-    acceptance pair, and two superseded records."""
+    """A checkout with one arch whose HARDWARE.toml names two records
+    ([tuned], a note, a comment), an acceptance pair, and a record no file
+    names."""
     hw = tmp_path / "hardware" / "sm_90a"
     hw.mkdir(parents=True)
-    (hw / "HARDWARE.toml").write_text('[tuned]\nrecords = ["hardware/sm_90a/bench-h200-t.json"]\n')
+    (hw / "HARDWARE.toml").write_text(TOML)
     for name in ("bench-h200-t", "bench-h200", "bench-h200-2", "bench-h200-old", "bench-h200-old-2"):
         (hw / f"{name}.json").write_text(record_text(_doc(name)))
     return hw
@@ -36,20 +48,48 @@ def test_archived_record_reads_back_as_the_record(tmp_path):
     assert read_record(tmp_path / "r.json") == _doc("b")
 
 
-def test_live_records_are_refused_and_the_rest_archived(tmp_path):
+def test_the_acceptance_pair_is_refused_and_the_rest_archived(tmp_path):
+    """Records HARDWARE.toml names are archived and named there as the
+    archives ([tuned] still lists files that exist); the acceptance pair
+    is refused; a name that only starts like a record's is left alone."""
+    from runtime.hardware import tomllib
+
     hw = _repo(tmp_path)
     names = ["bench-h200-t.json", "bench-h200.json", "bench-h200-2.json", "bench-h200-old.json", "bench-h200-old.md"]
     todo, refused = archive.plan([hw / n for n in names], tmp_path)
-    assert [t[0].name for t in todo] == ["bench-h200-old.json"]
-    assert len(refused) == 4 and sum("still read" in r for r in refused) == 3
+    assert [t[0].name for t in todo] == ["bench-h200-t.json", "bench-h200-old.json"]
+    assert len(refused) == 3 and sum("acceptance pair" in r for r in refused) == 2
     assert any("not a .json record" in r for r in refused)
-    archive.apply(todo)
-    assert not (hw / "bench-h200-old.json").exists()
+    assert archive.apply(todo) == {hw / "HARDWARE.toml": 4}
+    assert not (hw / "bench-h200-old.json").exists() and not (hw / "bench-h200-t.json").exists()
     assert read_record(hw / "bench-h200-old.json.xz") == _doc("bench-h200-old")
+    text = (hw / "HARDWARE.toml").read_text()
+    assert text == """# the t record (bench-h200-t.json.xz) and bench-h200-t.json.xz-like names: bench-h200-t.jsonl
+[defaults]
+note = "measured: hardware/sm_90a/bench-h200-t.json.xz (git t), hardware/sm_90a/bench-h200-old.json.xz"
+
+[tuned]
+records = ["hardware/sm_90a/bench-h200-t.json.xz", "hardware/sm_90a/bench-h200-old-2.json"]
+"""
+    tuned = tomllib.loads(text)["tuned"]["records"]
+    assert tuned == ["hardware/sm_90a/bench-h200-t.json.xz", "hardware/sm_90a/bench-h200-old-2.json"]
+    assert all((tmp_path / r).exists() for r in tuned)
     # once archived, a second try is refused rather than overwriting
     (hw / "bench-h200-old.json").write_text(record_text(_doc("x")))
     _, refused = archive.plan([hw / "bench-h200-old.json"], tmp_path)
     assert refused and "exists already" in refused[0]
+
+
+def test_a_failed_archive_leaves_the_records_and_the_toml_as_they_were(tmp_path, monkeypatch):
+    hw = _repo(tmp_path)
+    todo, _ = archive.plan([hw / "bench-h200-t.json", hw / "bench-h200-old.json"], tmp_path)
+    real = archive.read_record
+    monkeypatch.setattr(archive, "read_record", lambda p: {} if str(p).endswith("old.json.xz") else real(p))
+    with pytest.raises(RuntimeError, match="does not read back"):
+        archive.apply(todo)
+    assert (hw / "HARDWARE.toml").read_text() == TOML
+    assert sorted(p.name for p in hw.iterdir() if "bench-h200-t" in p.name or "old." in p.name) == [
+        "bench-h200-old.json", "bench-h200-t.json"]
 
 
 def test_files_that_are_not_records_are_refused(tmp_path):

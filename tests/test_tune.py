@@ -71,6 +71,7 @@ def _committed_rows():
     them, without instances no longer built; and the manifest's entries."""
     import tomllib
 
+    from gen.fsutil import read_record
     from runtime.paths import REPO_ROOT
 
     tuned = tomllib.loads(hardware_toml("sm_90a").read_text()).get("tuned", {})
@@ -78,7 +79,8 @@ def _committed_rows():
     for record in records:
         if not record.exists():
             pytest.fail(f"{record} is missing: run `python -m gen tune --arch sm_90a` on the H200")
-    docs, _ = tune.beside_full([json.loads(r.read_text()) for r in records])  # (partial records as gen tune takes them)
+    # (partial records as gen tune takes them; a record may be archived, .json.xz)
+    docs, _ = tune.beside_full([read_record(r) for r in records])
     _, entries = manifest.load(manifest_path("sm_90a"))
     today = tune.todays_binaries(docs, "sm_90a", entries)
     if today:

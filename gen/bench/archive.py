@@ -1,45 +1,40 @@
-"""Superseded bench records kept compressed beside the live ones: `gen
-archive` rewrites RECORD.json as RECORD.json.xz (the same text, xz'd), and
-every reader of records (gen compare, merge, tune) takes either. The
-records a checkout still reads are refused: those HARDWARE.toml's [tuned]
-names (the dispatch table's inputs, which a test re-reads) and the
-acceptance pair that issue 6's test reads through the committed tables."""
+"""Bench records kept compressed: `gen archive` rewrites RECORD.json as
+RECORD.json.xz (the same text, xz'd), and every reader of records (gen
+compare, merge, tune, and the committed-table test) takes either. A record
+its arch's HARDWARE.toml names (in [tuned], the dispatch table's inputs, or
+in a comment) is named there as the archive afterwards. The acceptance pair
+that issue 6 names (bench-h200.json, bench-h200-2.json) is refused: it
+stays a plain JSON file at the path the issue gives."""
 from __future__ import annotations
 
 import lzma
+import re
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 from gen.fsutil import ARCHIVED_SUFFIX, archived_bytes, read_record, write_atomic
 
 ACCEPTANCE = ("bench-h200.json", "bench-h200-2.json")
 
 
-def live_records(repo: Path) -> Set[Path]:
-    """Every record path some arch's HARDWARE.toml [tuned] names, and each
-    arch's acceptance pair, resolved."""
-    from runtime.hardware import tomllib
-
-    live: Set[Path] = set()
-    for toml in sorted((repo / "hardware").glob("*/HARDWARE.toml")):
-        tuned = tomllib.loads(toml.read_text()).get("tuned", {})
-        live.update((repo / r).resolve() for r in tuned.get("records", []))
-        live.update((toml.parent / name).resolve() for name in ACCEPTANCE)
-    return live
+def acceptance_records(repo: Path) -> Set[Path]:
+    """Each arch's acceptance pair, resolved."""
+    return {(toml.parent / name).resolve() for toml in (repo / "hardware").glob("*/HARDWARE.toml")
+            for name in ACCEPTANCE}
 
 
 def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]], List[str]]:
     """(record, archive path, archived bytes) for each record that may be
     archived, and why each of the others may not."""
-    live = live_records(repo)
+    kept = acceptance_records(repo)
     todo, refused = [], []
     for path in paths:
         if path.suffix != ".json":
             refused.append(f"{path}: not a .json record")
             continue
         target = path.with_name(path.name[: -len(".json")] + ARCHIVED_SUFFIX)
-        if path.resolve() in live:
-            refused.append(f"{path}: still read (HARDWARE.toml [tuned] or the acceptance pair)")
+        if path.resolve() in kept:
+            refused.append(f"{path}: the acceptance pair stays plain JSON")
         elif target.exists():
             refused.append(f"{path}: {target.name} exists already")
         else:
@@ -55,12 +50,65 @@ def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]],
     return todo, refused
 
 
-def apply(todo: List[Tuple[Path, Path, bytes]]) -> None:
-    """Writes each archive, checks it reads back as the record on disk,
-    then removes the record."""
-    for path, target, data in todo:
-        write_atomic(target, data)
-        if read_record(target) != read_record(path):
-            target.unlink()
-            raise RuntimeError(f"{target} does not read back as {path}; left {path} in place")
+def _reference(name: str) -> "re.Pattern[str]":
+    """RECORD.json as a word of text (a path ending in it, or the bare name),
+    not already followed by .xz."""
+    return re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?!\.xz)(?![\w-])")
+
+
+def renamed_references(text: str, names: List[str]) -> Tuple[str, int]:
+    """`text` with each of these record file names (RECORD.json) followed
+    by .xz wherever it names one, and how many were rewritten."""
+    count = 0
+    for name in names:
+        text, n = _reference(name).subn(name + ".xz", text)
+        count += n
+    return text, count
+
+
+def tomls_to_rewrite(todo: List[Tuple[Path, Path, bytes]]) -> Dict[Path, List[str]]:
+    """For each record directory's HARDWARE.toml, the file names of the
+    records archived beside it."""
+    found: Dict[Path, List[str]] = {}
+    for path, _, _ in todo:
+        toml = path.parent / "HARDWARE.toml"
+        if toml.exists():
+            found.setdefault(toml, []).append(path.name)
+    return found
+
+
+def apply(todo: List[Tuple[Path, Path, bytes]]) -> Dict[Path, int]:
+    """Writes each archive and checks it reads back as the record on disk;
+    then names the archives wherever the HARDWARE.toml beside them named
+    the records (checked: it still parses, and every [tuned] record it lists
+    exists); then removes the records. Returns the references rewritten
+    per HARDWARE.toml."""
+    from runtime.hardware import tomllib
+
+    written = []
+    try:
+        for path, target, data in todo:
+            write_atomic(target, data)
+            written.append(target)
+            if read_record(target) != read_record(path):
+                raise RuntimeError(f"{target} does not read back as {path}")
+        rewrites = {}
+        for toml, names in tomls_to_rewrite(todo).items():
+            text, count = renamed_references(toml.read_text(), names)
+            if not count:
+                continue
+            tuned = tomllib.loads(text).get("tuned", {})
+            repo = toml.parent.parent.parent
+            missing = [r for r in tuned.get("records", []) if not (repo / r).exists()]
+            if missing:
+                raise RuntimeError(f"{toml}: [tuned] would name records that do not exist: {', '.join(missing)}")
+            rewrites[toml] = (text, count)
+    except Exception:
+        for target in written:  # (the records are still in place)
+            target.unlink(missing_ok=True)
+        raise
+    for toml, (text, _) in rewrites.items():
+        write_atomic(toml, text.encode())
+    for path, _, _ in todo:
         path.unlink()
+    return {toml: count for toml, (_, count) in rewrites.items()}
