@@ -469,6 +469,11 @@ def test_resident_timing_reads_one_input_set_and_says_so(tmp_path, monkeypatch):
     common = ["--families", "w8a8_wgmma,cublaslt_block", "--out", str(tmp_path / "b.json"), "--git-sha", "x"]
     assert main(["bench", "--timing", "resident"] + common) == 0 and seen["timing"] == "resident"
 
-    doc = {"timing": "resident", "rows": []}
-    assert "one input set" in report.summary(doc) and "does not bound" in report.summary(doc)
-    assert "launch gaps included" in report.summary({"rows": []})
+    row = dict(op="gemm", impl="w8a8_wgmma", kernel="k", M=128, N=7168, K=2048, us=1.0, tflops=900.0, tbps=1.0,
+               roofline_tflops=1000.0)
+    base = dict(row, impl="cublaslt_block", kernel="c", tflops=450.0)
+    resident, events = ({"timing": t, "rows": [row, base]} for t in ("resident", "events"))
+    assert "one input set" in report.summary(resident) and "does not bound" in report.summary(resident)
+    assert "launch gaps included" in report.summary(events)
+    # the roofline share is claimed for rotated inputs only
+    assert "memory roofline:" in report.summary(events) and "memory roofline:" not in report.summary(resident)

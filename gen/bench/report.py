@@ -136,7 +136,7 @@ def summary(doc: Dict, published: Optional[Dict] = None) -> str:
                      + (": " + "; ".join(below) if below else "") + ".")
     if wgmma_only:
         lines.append(f"w8a8_wgmma alone: geometric mean {geomean(wgmma_only):.3f}x over {len(wgmma_only)} points.")
-    if roof_points:
+    if roof_points and timing != "resident":  # (resident times are not bounded by it: no share to claim)
         lines.append(f"At M <= {ROOFLINE_MAX_M}: {len(roof_hits)} of {roof_points} points at >= "
                      f"{ROOFLINE_SHARE:.0%} of the memory roofline" + (": " + "; ".join(roof_hits) if roof_hits
                                                                           else "") + "."

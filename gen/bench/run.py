@@ -69,8 +69,8 @@ def _bench(*, arch: str, shapes: List[Tuple[int, int]], ms: List[int], families:
 
     hw = load_hardware(arch)
     ctx = arms.device_context(torch, arch, seed=seed, families=families, all_instances=all_instances, only=only,
-                              timer=TIMERS[timing], rotate=timing != "resident", a_rows=a_rows, order_seed=seed if all_instances else None,
-                              arm_order=arm_order)
+                              timer=TIMERS[timing], rotate=timing != "resident", a_rows=a_rows,
+                              order_seed=seed if all_instances else None, arm_order=arm_order)
     rt = ctx.rt
     if "deepgemm" in families:  # (before any timing: a machine without it stops here)
         ctx.deep_gemm = arms.load_deep_gemm(pdl=not knobs().no_pdl)
