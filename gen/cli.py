@@ -738,7 +738,7 @@ def parser() -> argparse.ArgumentParser:
                     help="with --routed: SMs for the wave model between measured M (default 132: H100/H200 SXM)")
     co.set_defaults(func=cmd_compare)
 
-    ar = sub.add_parser("archive", help="keep superseded bench records compressed (.json.xz; no GPU)",
+    ar = sub.add_parser("archive", help="keep bench records compressed (.json.xz; no GPU)",
                         description="Rewrites each RECORD.json as RECORD.json.xz (the same text, xz-compressed, "
                                     "read back and checked before the JSON is removed). gen compare, merge and "
                                     "tune read either form. Where the HARDWARE.toml beside a record names it "
