@@ -373,10 +373,8 @@ def cmd_archive(args) -> int:
         print(f"{path} -> {target.name}: {path.stat().st_size} -> {len(data)} bytes"
               + (" (dry run)" if args.dry_run else ""))
     if args.dry_run:
-        for toml, names in archive.tomls_to_rewrite(todo).items():
-            _, count = archive.renamed_references(toml.read_text(), names)
-            if count:
-                print(f"{toml}: {count} reference(s) would name the archives (dry run)")
+        for toml, (_, count) in archive.toml_rewrites(todo).items():
+            print(f"{toml}: {count} reference(s) would name the archives (dry run)")
     else:
         for toml, count in archive.apply(todo).items():
             print(f"{toml}: {count} reference(s) now name the archives")

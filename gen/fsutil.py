@@ -60,9 +60,9 @@ def record_text(doc: dict) -> str:
     return "{\n" + ",\n".join(f" {json.dumps(k)}: {value(v)}" for k, v in doc.items()) + "\n}\n"
 
 
-# A record no table or acceptance test reads any more is kept compressed
-# (gen archive): xz takes the committed records to about a fourteenth, and
-# the device copies the working tree under a 64 MiB limit.
+# Records are kept compressed (gen archive; all but the acceptance pair):
+# xz takes the committed records to about a fourteenth, and the device
+# copies the working tree under a 64 MiB limit.
 ARCHIVED_SUFFIX = ".json.xz"
 
 

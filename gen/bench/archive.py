@@ -66,14 +66,19 @@ def renamed_references(text: str, names: List[str]) -> Tuple[str, int]:
     return text, count
 
 
-def tomls_to_rewrite(todo: List[Tuple[Path, Path, bytes]]) -> Dict[Path, List[str]]:
-    """For each record directory's HARDWARE.toml, the file names of the
-    records archived beside it."""
-    found: Dict[Path, List[str]] = {}
+def toml_rewrites(todo: List[Tuple[Path, Path, bytes]]) -> Dict[Path, Tuple[str, int]]:
+    """For each HARDWARE.toml beside records to archive that names them:
+    its text naming the archives instead, and how many references moved."""
+    names: Dict[Path, List[str]] = {}
     for path, _, _ in todo:
         toml = path.parent / "HARDWARE.toml"
         if toml.exists():
-            found.setdefault(toml, []).append(path.name)
+            names.setdefault(toml, []).append(path.name)
+    found = {}
+    for toml, beside in names.items():
+        text, count = renamed_references(toml.read_text(), beside)
+        if count:
+            found[toml] = (text, count)
     return found
 
 
@@ -92,17 +97,13 @@ def apply(todo: List[Tuple[Path, Path, bytes]]) -> Dict[Path, int]:
             written.append(target)
             if read_record(target) != read_record(path):
                 raise RuntimeError(f"{target} does not read back as {path}")
-        rewrites = {}
-        for toml, names in tomls_to_rewrite(todo).items():
-            text, count = renamed_references(toml.read_text(), names)
-            if not count:
-                continue
+        rewrites = toml_rewrites(todo)
+        for toml, (text, _) in rewrites.items():
             tuned = tomllib.loads(text).get("tuned", {})
             repo = toml.parent.parent.parent
             missing = [r for r in tuned.get("records", []) if not (repo / r).exists()]
             if missing:
                 raise RuntimeError(f"{toml}: [tuned] would name records that do not exist: {', '.join(missing)}")
-            rewrites[toml] = (text, count)
     except Exception:
         for target in written:  # (the records are still in place)
             target.unlink(missing_ok=True)
