@@ -9,6 +9,7 @@ from gen.catalog import W8A8MmaSpec, W8A8WgmmaSpec, specs_for
 from runtime.hardware import load_hardware
 from runtime.errors import CatalogError
 from runtime.paths import ARCHES
+from twins import BASES, twins_with_bases
 
 FAMILIES = {"quant_group", "quant_silu_mul", "scale_mn_major", "fp8_dequant", "quant_tensor", "quant_token",
             "nvfp4_to_fp8", "w8a8_mma", "w8a8_cutlass", "w8a8_wgmma", "w8a8_row", "w8a8_tensor", "w8a16_gemm",
@@ -600,3 +601,15 @@ def test_a_ring_unrolled_k_loop_is_a_two_temporary_twin():
         with pytest.raises(CatalogError, match="ring_unroll"):
             W8A8WgmmaSpec(arch="sm_90a", **dict(dict(bm=128, bn=64, stages=8, temps=2, ring_unroll=True),
                                                  **bad)).check(hw)
+
+
+@pytest.mark.parametrize("option", sorted(BASES))
+def test_every_twin_checked_against_a_base_has_its_base_built(option):
+    """The GPU layer gives each such twin's bits beside its base's and fails
+    on a twin whose base is not in the catalog; this finds that without a
+    GPU (a 128x96 half-box twin added without its base did, 2026-12-07)."""
+    specs = {s.name: s for s in specs_for("sm_90a")}
+    pairs = twins_with_bases(specs, option)
+    assert pairs, f"no sm_90a instance sets {option}: the GPU test of its twins has nothing to run"
+    missing = [(twin, base) for twin, base in pairs if base not in specs]
+    assert not missing, missing

@@ -16,8 +16,7 @@ torch = pytest.importorskip("torch")
 
 from gpu_helpers import Guarded, dequant_act, dequant_weight, gemm_error_ok, quantize_act, quantize_weight  # noqa: E402
 from gpu_helpers import capture_graph, with_outliers  # noqa: E402
-from twins import (bulk_base_candidates, carried_base, first_of, half_box_base_candidates,  # noqa: E402
-                   lane_ahead_base, pair_base_candidates, ring_base_candidates, scales_first_base_candidates)
+from twins import first_of, pair_base_candidates, ring_base_candidates, twins_with_bases  # noqa: E402
 
 FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 INSTANCES = [(s.family, s.name) for s in specs_for("sm_90a") if s.family in FAST_FAMILIES]
@@ -393,8 +392,7 @@ def test_linear_gives_the_fast_gemm_the_workspace_padding(rt, gen, M):
 # L2): the same FFMAs in the same order, so the same bits
 # (twins.bulk_base_candidates: a twin walking down M without either is
 # paired with the walk-along-N twin's base)
-BULK_WS = [(n, first_of(bulk_base_candidates(n), SPECS) or n.replace("_wsb", ""))
-           for n, s in SPECS.items() if getattr(s, "ws_bulk", False)]
+BULK_WS = twins_with_bases(SPECS, "ws_bulk")
 
 
 def test_bulk_weight_scale_twins_exist():
@@ -434,8 +432,7 @@ def test_walk_m_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
 # stored by TMA) and the same tile storing from registers: the same bf16
 # conversions of the same sums, so the same bits, ragged rows and columns
 # included (M = 300 leaves a partial tile row; N = 2112 a partial column tile)
-HALF_BOX = [(n, first_of(half_box_base_candidates(n), SPECS) or n.replace("_hb", ""))
-            for n, s in SPECS.items() if getattr(s, "half_box", False)]
+HALF_BOX = twins_with_bases(SPECS, "half_box")
 
 
 def test_half_box_twins_exist():
@@ -503,11 +500,7 @@ def test_ring_unrolling_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N,
 # group is issued instead of after, the same FMULs and FFMAs in the same
 # order, so the same bits (tests/twins.py says which base stands in when
 # the twin has no unroll-for-unroll base).
-def _scales_first_base(name: str) -> str:
-    return first_of(scales_first_base_candidates(name), SPECS) or name.replace("_sf_", "_")
-
-
-SCALES_FIRST = [(n, _scales_first_base(n)) for n, s in SPECS.items() if getattr(s, "scales_first", False)]
+SCALES_FIRST = twins_with_bases(SPECS, "scales_first")
 
 
 def test_scales_first_twins_exist():
@@ -526,7 +519,7 @@ def test_scales_first_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K
 # each _wla twin and the same instance loading a unit's lane-held weight
 # scales at that unit's start (_wl): the same scales reach the same FFMAs,
 # so the same bits
-LANE_AHEAD = [(n, lane_ahead_base(n)) for n, s in SPECS.items() if getattr(s, "ws_lanes_ahead", False)]
+LANE_AHEAD = twins_with_bases(SPECS, "ws_lanes_ahead")
 
 
 def test_lane_ahead_twins_exist():
@@ -546,7 +539,7 @@ def test_lane_ahead_gives_the_base_bits(rt, gen, split_ws, twin, base, M, N, K):
 
 # each _cc twin and the same instance computing a unit's coordinates at
 # that unit's top: the same units, blocks and FFMAs, so the same bits
-CARRIED = [(n, carried_base(n)) for n, s in SPECS.items() if getattr(s, "carry_coords", False)]
+CARRIED = twins_with_bases(SPECS, "carry_coords")
 
 
 def test_carried_coords_twins_exist():

@@ -3,7 +3,7 @@ as well as the GPU tests)."""
 from __future__ import annotations
 
 import re
-from typing import Container, Iterable, List, Optional
+from typing import Callable, Container, Dict, Iterable, List, Optional, Tuple
 
 
 def _other_stages(names: List[str]) -> List[str]:
@@ -108,3 +108,34 @@ def scales_first_base_candidates(name: str) -> List[str]:
     (where the weight scales come from changes no value)."""
     plain = re.sub(r"_(wla?|u\d|sf)(?=_)", "", name)
     return _unique([name.replace("_sf_", "_"), re.sub(r"_u[48]_sf_", "_u2_sf_", name), _two_temporary_twin(plain)])
+
+
+def half_box_base(name: str, present: Container[str]) -> str:
+    return first_of(half_box_base_candidates(name), present) or name.replace("_hb", "")
+
+
+def bulk_base(name: str, present: Container[str]) -> str:
+    return first_of(bulk_base_candidates(name), present) or name.replace("_wsb", "")
+
+
+def scales_first_base(name: str, present: Container[str]) -> str:
+    return first_of(scales_first_base_candidates(name), present) or name.replace("_sf_", "_")
+
+
+# The twin options whose GPU test gives each twin's bits beside a base's, and
+# how that base is found among the built names; a twin without its base
+# fails there, so tests/test_catalog.py checks the catalog for it first (no
+# GPU needed).
+BASES: Dict[str, Callable[[str, Container[str]], str]] = {
+    "ws_bulk": bulk_base,
+    "half_box": half_box_base,
+    "scales_first": scales_first_base,
+    "ws_lanes_ahead": lambda name, present: lane_ahead_base(name),
+    "carry_coords": lambda name, present: carried_base(name),
+}
+
+
+def twins_with_bases(specs: Dict[str, object], option: str) -> List[Tuple[str, str]]:
+    """(twin, base) for each spec (name -> spec) with `option` set."""
+    find = BASES[option]
+    return [(n, find(n, specs)) for n, s in specs.items() if getattr(s, option, False)]
