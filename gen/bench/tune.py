@@ -260,7 +260,8 @@ def derive_dispatch(rows: List[Dict], fill_in: Optional[FillIn] = None) -> Dict[
 # and per-tensor arms: [rates]. (Each anchor shape left out of the records
 # in turn, the ranking routed its points to 1.0005x / 1.0026x the best
 # per-row / per-tensor instance, the class rule to 1.0219x / 1.0209x, worst
-# 1.99x: H200 records of 2026-11-30, README "Shapes the table has no rule for".)
+# 1.99x: H200 records of 2026-11-30, hardware/sm_90a/HISTORY.md,
+# "Shapes the table has no rule for".)
 RATE_TABLES = (FAST_TABLE, FAST_TABLE + UNSPLIT, "w8a8_row", "w8a8_tensor")
 
 

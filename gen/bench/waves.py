@@ -15,8 +15,8 @@ measured ones: for tiles 64 or 128 rows high, an M in (64 j - 64, 64 j]
 has the round count of 64 j, so the bucket rule (m <= m_max) needs no
 finer grid.
 
-Checked against held-out all-instance records (README, "Between the
-measured M"): the routed instance's time over the best instance's there.
+Checked against held-out all-instance records (hardware/sm_90a/HISTORY.md,
+"Between the measured M"): the routed instance's time over the best instance's there.
 """
 from __future__ import annotations
 
