@@ -743,8 +743,8 @@ def parser() -> argparse.ArgumentParser:
                                     "(its [tuned] list, the levers' notes, comments), it names the archive "
                                     "afterwards. Refuses, and archives nothing, if any record is one of the "
                                     "acceptance pair (bench-h200.json, bench-h200-2.json), which stays plain "
-                                    "JSON. The records' Markdown tables, and README references, are left as "
-                                    "they are.")
+                                    "JSON. The records' Markdown tables, and references in README.md and "
+                                    "HISTORY.md, are left as they are.")
     ar.add_argument("records", nargs="+", help="bench records (.json) to archive")
     ar.add_argument("--dry-run", action="store_true", help="say what would be archived; write nothing")
     ar.set_defaults(func=cmd_archive)
