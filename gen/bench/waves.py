@@ -16,7 +16,8 @@ has the round count of 64 j, so the bucket rule (m <= m_max) needs no
 finer grid.
 
 Checked against held-out all-instance records (hardware/sm_90a/HISTORY.md,
-"Between the measured M"): the routed instance's time over the best instance's there.
+"Between the measured M"): the routed instance's time over the best
+instance's there.
 """
 from __future__ import annotations
 
