@@ -1,9 +1,12 @@
 """Layer 2 (compiler, no GPU): real builds, the no-op rebuild, header
 tracking, failure reporting, and what the SASS of each family promises."""
+import os
 import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, Tuple
 
 import pytest
 
@@ -28,11 +31,28 @@ MMA_SASS = {
 }
 
 
+# cuobjdump's SASS per cubin version (path, mtime, size): five tests read
+# every sm_90a cubin's SASS, and one pass over them takes about 90 s here.
+_SASS: Dict[Tuple[str, int, int], str] = {}
+
+
 def sass(cubin) -> str:
     tool = sass_tool("cuobjdump")
     if tool is None:
         pytest.fail("cuobjdump not found: install the test extra (`pip install -e .[test]`)")
-    return subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    st = os.stat(cubin)
+    key = (os.path.realpath(cubin), st.st_mtime_ns, st.st_size)
+    if key not in _SASS:
+        _SASS[key] = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True,
+                                    check=True).stdout
+    return _SASS[key]
+
+
+def prefetch_sass(cubins) -> None:
+    """Disassemble these cubins on every core (cuobjdump runs as its own
+    process), so that a test's loop over them reads the kept text."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(sass, list(cubins)))
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +89,7 @@ def test_header_change_rebuilds_exactly_its_dependents(sm90a_built):
 
 
 def test_every_sm90a_kernel_is_clean(sm90a_built):
+    prefetch_sass(sm90a_built / f"{spec.name}.cubin" for spec in specs_for("sm_90a"))
     for spec in specs_for("sm_90a"):
         text = sass(sm90a_built / f"{spec.name}.cubin")
         assert not re.search(r"\b(LDL|STL)\b", text), f"{spec.name} uses local memory"
@@ -84,6 +105,7 @@ def test_register_reallocation_fits_the_launch_allotment(sm90a_built):
     from runtime.paths import manifest_path
 
     _, entries = manifest.load(manifest_path("sm_90a"))
+    prefetch_sass(sm90a_built / f"{e.name}.cubin" for e in entries)
     checked = 0
     for e in entries:
         text = sass(sm90a_built / f"{e.name}.cubin")
@@ -192,6 +214,7 @@ def test_wgmma_families_run_qgmma_fed_by_tma(sm90a_built):
     found = [e for e in entries if e.family in fams]
     built = {p.stem for p in sm90a_built.glob("*.cubin")}
     assert {e.family for e in found} == fams
+    prefetch_sass(sm90a_built / f"{e.name}.cubin" for e in found)
     for e in found:
         text = sass(sm90a_built / f"{e.name}.cubin")
         assert "QGMMA" in text and "UTMALDG" in text and "USETMAXREG" in text, e.name
@@ -273,6 +296,7 @@ def test_pdl_kernels_wait_before_touching_global_memory(sm90a_built):
 
     _, entries = manifest.load(manifest_path("sm_90a"))
     assert {e.family for e in entries if e.pdl} == {"w8a8_wgmma", "w8a8_tensor", "w8a8_row", "w8a8_cutlass"}
+    prefetch_sass(sm90a_built / f"{e.name}.cubin" for e in entries)
     for e in entries:
         lines = sass(sm90a_built / f"{e.name}.cubin").splitlines()
         wait = next((i for i, line in enumerate(lines) if "ACQBULK" in line), None)
