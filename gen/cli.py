@@ -283,6 +283,8 @@ def cmd_tune(args) -> int:
     rels = [_repo_relative(r) for r in records]  # (None: outside the repository)
     docs, names = [], []
     for record, rel, doc in zip(records, rels, _read_records(records)):
+        if doc["arch"] != args.arch:
+            raise SystemExit(f"{record} was measured on {doc['arch']}, not --arch {args.arch}")
         if doc.get("timing", "events") != "events":
             raise SystemExit(f"{record} was timed with --timing {doc['timing']}: the dispatch tables come from "
                              "events timing (what a caller sees back to back)")
@@ -322,7 +324,17 @@ def cmd_tune(args) -> int:
     from gen.bench import waves
 
     model = waves.for_arch(args.arch, entries, build_dir())  # (loads the split instances' host shims)
-    text = tune.tuned_text(tune.derive_levers(rows), tune.derive_dispatch(rows, model and model.fill), provenance,
+    dispatch = tune.derive_dispatch(rows, model and model.fill)
+    # (everything below HARDWARE.toml's tune marker is rewritten: a table
+    # these records cannot derive would be lost, not kept)
+    from runtime.hardware import load_hardware
+
+    dropped = sorted(set(load_hardware(args.arch).dispatch) - set(dispatch))
+    if dropped:
+        raise SystemExit(f"these records time no instance for the dispatch table(s) {', '.join(dropped)} that "
+                         f"{hardware_toml(args.arch).relative_to(REPO_ROOT)} has: tuning from them would drop "
+                         "those tables, so nothing was written (time those families too)")
+    text = tune.tuned_text(tune.derive_levers(rows), dispatch, provenance,
                            listed, tune.derive_rates(rows, model) if model else None)
     try:
         tune.write_tuned(hardware_toml(args.arch), text)
@@ -346,14 +358,17 @@ def _read_records(paths) -> list:
     saying which one failed."""
     import lzma
 
+    from gen.bench.grid import validate_record
     from gen.fsutil import read_record
 
     docs = []
     for path in paths:
         try:
-            docs.append(read_record(path))
+            doc = read_record(path)
+            validate_record(doc)
         except (OSError, ValueError, lzma.LZMAError) as e:
             raise SystemExit(f"cannot read the bench record {path}: {e}") from None
+        docs.append(doc)
     return docs
 
 

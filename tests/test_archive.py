@@ -95,10 +95,21 @@ def test_a_failed_archive_leaves_the_records_and_the_toml_as_they_were(tmp_path,
 def test_files_that_are_not_records_are_refused(tmp_path):
     hw = _repo(tmp_path)
     (hw / "notes.json").write_text('{"a": 1}')
+    (hw / "numbers.json").write_text(json.dumps(dict(_doc("n"), rows=[1, 2, 3])))
     (hw / "broken.json").write_text("{")
-    todo, refused = archive.plan([hw / "notes.json", hw / "broken.json", hw / "missing.json"], tmp_path)
-    assert not todo and len(refused) == 3
-    assert "no rows" in refused[0] and all("cannot read it" in r for r in refused[1:])
+    todo, refused = archive.plan([hw / "notes.json", hw / "numbers.json", hw / "broken.json", hw / "missing.json"],
+                                 tmp_path)
+    assert not todo and len(refused) == 4
+    assert "not a bench record: bench record lacks" in refused[0]
+    assert "not a bench record: row 0 has fields int" in refused[1]
+    assert all("cannot read it" in r for r in refused[2:])
+
+
+def test_a_record_named_twice_is_refused(tmp_path):
+    """(archiving it once and then again would remove the record twice)"""
+    hw = _repo(tmp_path)
+    todo, refused = archive.plan([hw / "bench-h200-t.json", hw / ".." / "sm_90a" / "bench-h200-t.json"], tmp_path)
+    assert [t[0].name for t in todo] == ["bench-h200-t.json"] and len(refused) == 1 and "named twice" in refused[0]
 
 
 def test_cli_archives_and_compare_reads_the_archive(tmp_path):

@@ -41,6 +41,33 @@ def test_record_schema_is_enforced():
         grid.validate_record(dict(doc, rows=[{**_row(), "extra": 1}]))
 
 
+@pytest.mark.parametrize("bad,why", [
+    (5, "JSON object, not int"), (None, "JSON object, not NoneType"), ([1, 2], "JSON object, not list"),
+    ({"git_sha": None}, r"\['git_sha'\] must be strings"), ({"rows": None}, "rows must be a list"),
+    ({"rows": [1, 2]}, "row 0 has fields int"), ({"rows": [_row(us=0)]}, "us = 0"),
+    ({"rows": [_row(us="fast")]}, "us = 'fast'"), ({"rows": [_row(us=float("nan"))]}, "us = nan"),
+    ({"rows": [_row(M=0)]}, "M = 0, expected an integer >= 1"), ({"rows": [_row(K=1.5)]}, "K = 1.5"),
+    ({"rows": [_row(N=True)]}, "N = True"), ({"rows": [_row(kernel=None)]}, "must be strings"),
+    ({"rows": [_row(tflops=-1.0)]}, "tflops = -1.0"), ({"rows": [_row(tbps="x")]}, "tbps = 'x'"),
+])
+def test_a_record_with_wrong_types_or_ranges_is_refused(bad, why):
+    """Readers divide by times and index rows by these fields: a record
+    that would make them raise TypeError or ZeroDivisionError is refused
+    first, saying what is wrong."""
+    doc = {"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "13.0.88", "driver": "13.0",
+           "rows": [_row()]}
+    with pytest.raises(ValueError, match=why):
+        grid.validate_record(dict(doc, **bad) if isinstance(bad, dict) else bad)
+
+
+def test_rows_without_a_size_may_say_0():
+    """(the copy row and the quantizers' rows carry 0 for the sizes they lack; null rates where none apply)"""
+    doc = {"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "13.0.88", "driver": "13.0",
+           "rows": [_row(op="copy", impl="copy", M=0, N=0, K=0, tflops=None, roofline_tflops=None),
+                    _row(op="quant", impl="quant_group", N=0, tflops=None, roofline_tflops=None)]}
+    grid.validate_record(doc)
+
+
 def test_ratio_table_divides_by_cublaslt():
     doc = {"rows": [_row(impl="cublaslt_block", tflops=100.0), _row(tflops=150.0)]}
     table = ratio_table(doc)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
+from gen.bench.grid import validate_record
 from gen.fsutil import ARCHIVED_SUFFIX, archived_bytes, read_record, write_atomic
 
 ACCEPTANCE = ("bench-h200.json", "bench-h200-2.json")
@@ -27,8 +28,12 @@ def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]],
     """(record, archive path, archived bytes) for each record that may be
     archived, and why each of the others may not."""
     kept = acceptance_records(repo)
-    todo, refused = [], []
+    todo, refused, seen = [], [], set()
     for path in paths:
+        if path.resolve() in seen:
+            refused.append(f"{path}: named twice")
+            continue
+        seen.add(path.resolve())
         if path.suffix != ".json":
             refused.append(f"{path}: not a .json record")
             continue
@@ -43,8 +48,10 @@ def plan(paths: List[Path], repo: Path) -> Tuple[List[Tuple[Path, Path, bytes]],
             except (OSError, ValueError, lzma.LZMAError) as e:
                 refused.append(f"{path}: cannot read it: {e}")
                 continue
-            if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-                refused.append(f"{path}: not a bench record (no rows)")
+            try:
+                validate_record(doc)
+            except ValueError as e:
+                refused.append(f"{path}: not a bench record: {e}")
                 continue
             todo.append((path, target, archived_bytes(doc)))
     return todo, refused

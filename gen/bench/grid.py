@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Dict, List, Optional, Tuple
 
 # The 8 anchor projections of shared/ANCHORS.md, as (N, K): Qwen3-27B gate/up
@@ -73,9 +74,40 @@ def quant_bytes(M: int, K: int) -> int:
 
 
 def validate_record(doc: Dict) -> None:
+    """Raise ValueError naming the first thing that makes doc no bench
+    record: its fields and each row's, with their types and ranges (a
+    record's reader divides by times and indexes rows by these fields)."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"a bench record is a JSON object, not {type(doc).__name__}")
     missing = [f for f in RECORD_FIELDS if f not in doc]
     if missing:
         raise ValueError(f"bench record lacks {missing}")
+    wrong = [f for f in RECORD_FIELDS[:-1] if not isinstance(doc[f], str)]
+    if wrong:
+        raise ValueError(f"bench record fields {wrong} must be strings")
+    if not isinstance(doc["rows"], list):
+        raise ValueError(f"bench record rows must be a list, not {type(doc['rows']).__name__}")
     for i, row in enumerate(doc["rows"]):
-        if tuple(sorted(row)) != tuple(sorted(ROW_FIELDS)):
-            raise ValueError(f"row {i} has fields {sorted(row)}, expected {sorted(ROW_FIELDS)}")
+        if not isinstance(row, dict) or tuple(sorted(row)) != tuple(sorted(ROW_FIELDS)):
+            got = sorted(row) if isinstance(row, dict) else type(row).__name__
+            raise ValueError(f"row {i} has fields {got}, expected {sorted(ROW_FIELDS)}")
+        _check_row(i, row)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_row(i: int, row: Dict) -> None:
+    if not all(isinstance(row[f], str) for f in ("op", "impl", "kernel")):
+        raise ValueError(f"row {i}: op, impl and kernel must be strings")
+    # (the copy row and the quantizers' rows carry 0 for the sizes they lack)
+    least = 1 if row["op"] == "gemm" else 0
+    for f in ("M", "N", "K"):
+        if not isinstance(row[f], int) or isinstance(row[f], bool) or row[f] < least:
+            raise ValueError(f"row {i}: {f} = {row[f]!r}, expected an integer >= {least}")
+    if not _is_number(row["us"]) or row["us"] <= 0:
+        raise ValueError(f"row {i}: us = {row['us']!r}, expected a time > 0")
+    for f in ("tflops", "tbps", "roofline_tflops"):
+        if row[f] is not None and (not _is_number(row[f]) or row[f] < 0):
+            raise ValueError(f"row {i}: {f} = {row[f]!r}, expected null or a number >= 0")
