@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -188,13 +189,39 @@ def _ints(text: str) -> List[int]:
     return values
 
 
+@contextlib.contextmanager
+def _torch_needed(command: str):
+    """The GPU commands time and check through torch, which fp8gen does not
+    install (its runtime needs only cuda-python and numpy): its absence
+    said in one line."""
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        if e.name != "torch":
+            raise
+        raise SystemExit(f"{command} needs torch with CUDA and a GPU, and torch is not installed for "
+                         f"{sys.executable} (fp8gen does not install it: pip install torch)") from None
+
+
+def _check_outputs(*paths) -> None:
+    """Before a run: the folders of the files it writes at the end, made as
+    the record's writer would make them, or an exit saying why they can't be."""
+    from pathlib import Path
+
+    for path in (Path(p) for p in paths if p):
+        if path.is_dir():
+            raise SystemExit(f"{path} is a directory; give a file path")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SystemExit(f"cannot write {path}: {e}") from None
+
+
 def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
     """One bench run from the options `bench` and `tune` share."""
     from pathlib import Path
 
     from gen.bench.grid import ANCHOR_MS, ANCHOR_SHAPES, parse_shapes
-    from gen.bench.run import bench
-
     try:
         shapes = parse_shapes(args.shapes) if args.shapes else ANCHOR_SHAPES
     except ValueError as e:
@@ -203,12 +230,16 @@ def _run_bench(args, *, families, out, all_instances: bool = False) -> int:
     only = _instance_parts(getattr(args, "instances", None), all_instances)
     if ROUTED in only:
         only = _routed_parts(args.arch, families, shapes, ms, only)
-    return bench(arch=args.arch, shapes=shapes, ms=ms, families=list(families),
-                 out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
-                 git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
-                 timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
-                 a_rows=getattr(args, "a_rows", "padded"), only=only,
-                 arm_order=_ARM_ORDER_CHOICES.get(getattr(args, "arm_order", None)))
+    _check_outputs(out, args.md, args.png)
+    from gen.bench.run import bench
+
+    with _torch_needed(f"gen {args.command}"):
+        return bench(arch=args.arch, shapes=shapes, ms=ms, families=list(families),
+                     out=Path(out), md=Path(args.md) if args.md else None, png=Path(args.png) if args.png else None,
+                     git_sha=args.git_sha or _git_sha(), seed=args.seed, all_instances=all_instances,
+                     timing=getattr(args, "timing", "events"), pdl=getattr(args, "pdl", "auto"),
+                     a_rows=getattr(args, "a_rows", "padded"), only=only,
+                     arm_order=_ARM_ORDER_CHOICES.get(getattr(args, "arm_order", None)))
 
 
 # gen bench --arm-order: the choice as typed, the record's arm_order
@@ -260,9 +291,10 @@ def cmd_bench(args) -> int:
 def cmd_soak(args) -> int:
     from gen.bench import soak
 
-    if args.instance:
-        return soak._one(args.instance, args.family, args.m, args.n, args.k, args.launches, args.seed)
-    return soak.soak(args.family, args.m, args.n, args.k, args.launches, args.seed, args.timeout)
+    with _torch_needed("gen soak"):
+        if args.instance:
+            return soak._one(args.instance, args.family, args.m, args.n, args.k, args.launches, args.seed)
+        return soak.soak(args.family, args.m, args.n, args.k, args.launches, args.seed, args.timeout)
 
 
 def cmd_tune(args) -> int:
@@ -273,6 +305,8 @@ def cmd_tune(args) -> int:
     from runtime.paths import hardware_toml
 
     records = [Path(r) for r in args.record] if args.record else [hardware_toml(args.arch).parent / "bench-h200.json"]
+    if args.from_record and (args.m or args.shapes):
+        raise SystemExit("--m and --shapes choose what to measure; --from-record measures nothing")
     if not args.from_record:
         if len(records) > 1:
             raise SystemExit("--record names one record to write when measuring (several only with --from-record)")
@@ -418,7 +452,14 @@ def cmd_compare(args) -> int:
     from gen.bench.compare import ab_report, routed_report, runs_report
     from gen.bench.report import FAST_ARMS
 
-    impls = tuple(args.impl.split(",")) if args.impl else FAST_ARMS
+    impls = tuple(i.strip() for i in args.impl.split(",")) if args.impl else FAST_ARMS
+    from gen.bench.arms import OPTIONAL_PEERS
+
+    unknown = sorted(set(impls) - set(ALL_ARMS) - set(OPTIONAL_PEERS))
+    if unknown:
+        raise SystemExit(f"unknown --impl {unknown}; choose from {', '.join(ALL_ARMS + OPTIONAL_PEERS)}")
+    if args.per_instance and args.per_instance not in ALL_ARMS:
+        raise SystemExit(f"unknown --per-instance family {args.per_instance!r}; choose from {', '.join(ALL_ARMS)}")
     try:
         if args.routed:
             if args.base or args.per_instance:
@@ -452,6 +493,7 @@ def cmd_merge(args) -> int:
         doc, repeated = merge(docs)
     except ValueError as e:
         raise SystemExit(f"cannot merge: {e}") from None
+    _check_outputs(args.out, args.md, args.png)
     write_json(doc, Path(args.out))
     if args.md:
         Path(args.md).write_text(markdown(doc, load_hardware(doc["arch"]).published))
@@ -466,9 +508,10 @@ def cmd_merge(args) -> int:
 
 
 def cmd_bench_ffn(args) -> int:
-    from gen.bench.ffn import bench_ffn
+    with _torch_needed("gen bench-ffn"):
+        from gen.bench.ffn import bench_ffn
 
-    return bench_ffn(M=args.m, hidden=args.hidden, intermediate=args.intermediate, seed=args.seed)
+        return bench_ffn(M=args.m, hidden=args.hidden, intermediate=args.intermediate, seed=args.seed)
 
 
 def _kernel_names(values: List[str]) -> List[str]:
@@ -478,6 +521,8 @@ def _kernel_names(values: List[str]) -> List[str]:
         for name in (n.strip() for n in v.split(",") if n.strip()):
             if name not in out:
                 out.append(name)
+    if not out:
+        raise SystemExit(f"--kernel names no instance (got {values})")
     return out
 
 
@@ -509,8 +554,11 @@ def cmd_probe_run(args) -> int:
         raise SystemExit("--rounds must be at least 1")
     if args.sustained < 0:
         raise SystemExit("--sustained takes seconds >= 0")
-    doc = run(arch=args.arch, kernels=_kernel_names(args.kernel), variants=parse(args.variants), points=points,
-              rounds=args.rounds, sustained_s=args.sustained, seed=args.seed, git_sha=args.git_sha or _git_sha())
+    _check_outputs(args.out)
+    with _torch_needed("gen probe run"):
+        doc = run(arch=args.arch, kernels=_kernel_names(args.kernel), variants=parse(args.variants), points=points,
+                  rounds=args.rounds, sustained_s=args.sustained, seed=args.seed,
+                  git_sha=args.git_sha or _git_sha())
     write_atomic(Path(args.out), record_text(doc).encode())
     print(f"wrote {args.out}")
     failed = False
@@ -574,6 +622,17 @@ def _probe_parser(sub) -> None:
     pn.set_defaults(func=cmd_probe_run)
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _git_sha() -> str:
     """HEAD, marked "-dirty" when tracked files differ from it (a copied tree
     with a stale .git, e.g. on a lent GPU machine: pass --git-sha there)."""
@@ -592,7 +651,7 @@ def _git_sha() -> str:
 
 def _measure_args(p: argparse.ArgumentParser) -> None:
     """The grid and output options `bench` and `tune` share."""
-    p.add_argument("--arch", default="sm_90a", help="the arch of the GPU (default sm_90a)")
+    p.add_argument("--arch", default="sm_90a", choices=ARCHES, help="the arch of the GPU (default sm_90a)")
     p.add_argument("--shapes", help="N×K list, e.g. 17408x5120,5120x17408 (default: the 8 anchor shapes)")
     p.add_argument("--m", help="comma-separated M values (default 16,64,...,8192)")
     p.add_argument("--md", help="also write the Markdown table here")
@@ -644,7 +703,7 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks: the rule sees one rank's shard")
     ex.add_argument("--parallel", default="column", choices=["column", "row"],
                     help="column-parallel shards n (n/tp), row-parallel shards k (k/tp); default column")
-    ex.add_argument("--sms", type=int, default=132,
+    ex.add_argument("--sms", type=_positive_int, default=132,
                     help="SMs the GPU runs CTAs on, for a split-K instance's plan (default 132: H100/H200 SXM)")
     ex.set_defaults(func=cmd_explain)
 
@@ -747,7 +806,7 @@ def parser() -> argparse.ArgumentParser:
                     help="all-instance records read through this checkout's dispatch tables: per run, the "
                          "ratio to cuBLASLt block of the instance each family's table picks (the faster of "
                          "them, as gen bench's dispatched arms), and its time over the record's fastest")
-    co.add_argument("--sms", type=int, default=132,
+    co.add_argument("--sms", type=_positive_int, default=132,
                     help="with --routed: SMs for the wave model between measured M (default 132: H100/H200 SXM)")
     co.set_defaults(func=cmd_compare)
 

@@ -34,7 +34,11 @@ def check(result, call: str, *, kernel: Optional[str] = None, error: Type[Fp8gen
 
 
 def init() -> None:
-    check(driver.cuInit(0), "cuInit", error=LoadError)
+    try:
+        result = driver.cuInit(0)
+    except RuntimeError as e:  # cuda-python finds no libcuda (no NVIDIA driver here)
+        raise LoadError(f"cuInit failed: the CUDA driver library could not be loaded ({e})") from e
+    check(result, "cuInit", error=LoadError)
 
 
 def device_count() -> int:

@@ -35,6 +35,8 @@ FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 # gen tune's table across the fast families: the fastest instance of either.
 FAST_TABLE = "w8a8_fast"
 IN_TREE_FAMILY = "w8a8_mma"
+# The kernels take M as a 32-bit int (runtime.launch checks every i32 parameter).
+INT32_MAX = 2**31 - 1
 # Arches whose e4m3 mma.sync is emulated (F2FP + HMMA; DESIGN.md, checked in SASS).
 EMULATED_MMA_ARCHES = ("sm_90a", "sm_100a")
 # Every routed family, longest name first (a name can start with another's).
@@ -111,6 +113,8 @@ def shard(n: int, k: int, tp: int = 1, parallel: str = "column") -> Shard:
     """Column-parallel splits n, row-parallel splits k, across tp ranks."""
     if tp < 1:
         raise ValidationError(f"tp must be >= 1, got {tp}")
+    if n < 1 or k < 1:
+        raise ValidationError(f"n and k must be >= 1, got n={n}, k={k}")
     if parallel not in ("column", "row"):
         raise ValidationError(f"parallel must be 'column' or 'row', got {parallel!r}")
     full = n if parallel == "column" else k
@@ -258,8 +262,9 @@ def decide(m: int, n: int, k: int, *, weight_format: str, knobs: Knobs, levers: 
     dispatch = dispatch or {}
     if weight_format not in FORMATS:
         raise ValidationError(f"weight format must be one of {sorted(FORMATS)}, got {weight_format!r}")
-    if m < 1:
-        raise ValidationError(f"m must be >= 1, got {m}")
+    if not 1 <= m <= INT32_MAX:
+        # (the kernels take M as a 32-bit int)
+        raise ValidationError(f"m must be in 1..{INT32_MAX}, got {m}")
     s = shard(n, k, tp, parallel)
     if weight_format in SCALAR_ROUTES:
         return _scalar_decision(m, s, weight_format, knobs, available, entries, arch, dispatch)

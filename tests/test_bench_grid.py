@@ -1,4 +1,6 @@
 """Layer 1: the bench record's schema and the roofline arithmetic."""
+import re
+
 import pytest
 
 from gen.bench import grid
@@ -504,3 +506,59 @@ def test_resident_timing_reads_one_input_set_and_says_so(tmp_path, monkeypatch):
     assert "launch gaps included" in report.summary(events)
     # the roofline share is claimed for rotated inputs only
     assert "memory roofline:" in report.summary(events) and "memory roofline:" not in report.summary(resident)
+
+
+def test_gpu_commands_without_torch_say_so_in_one_line(tmp_path, monkeypatch):
+    """(fp8gen does not install torch; its runtime does not need it)"""
+    import sys
+
+    from gen.cli import main
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch: ModuleNotFoundError
+    for argv in (["bench", "--out", str(tmp_path / "b.json")], ["bench-ffn"], ["soak"],
+                 ["probe", "run", "--kernel", "k", "--points", "128x128x1", "--out", str(tmp_path / "p.json")]):
+        with pytest.raises(SystemExit, match=f"gen {argv[0]}.* needs torch with CUDA and a GPU"):
+            main(argv)
+
+
+def test_a_long_run_checks_where_it_will_write_first(tmp_path):
+    from gen.cli import main
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit, match="is a directory"):
+        main(["bench", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="cannot write"):
+        main(["bench", "--md", str(tmp_path / "file" / "t.md")])
+
+
+def test_compare_names_an_unknown_arm(tmp_path):
+    import json
+
+    from gen.cli import main
+
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(_record("aaa", [(2112, 7168)])))
+    with pytest.raises(SystemExit, match=r"unknown --impl \['bogus'\]"):
+        main(["compare", str(path), "--impl", "bogus"])
+    with pytest.raises(SystemExit, match="unknown --per-instance family 'bogus'"):
+        main(["compare", str(path), "--base", str(path), "--per-instance", "bogus"])
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--m", "16", "--n", "0", "--k", "7168"], "n and k must be >= 1"),
+    (["--m", "16", "--n", "2048", "--k", "-128"], "n and k must be >= 1"),
+    (["--m", str(2**31), "--n", "2048", "--k", "7168"], r"m must be in 1\.\.2147483647"),
+])
+def test_explain_refuses_impossible_shapes(argv, why, capsys):
+    from gen.cli import main
+
+    assert main(["explain", *argv]) == 2
+    assert re.search(why, capsys.readouterr().err)
+
+
+def test_explain_takes_a_positive_sm_count(capsys):
+    from gen.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["explain", "--m", "16", "--n", "2048", "--k", "7168", "--sms", "0"])
+    assert "--sms: must be >= 1, got 0" in capsys.readouterr().err

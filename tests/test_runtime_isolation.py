@@ -21,3 +21,19 @@ def test_importing_every_runtime_module_leaves_gen_unloaded():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=RUNTIME.parent, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_machine_without_the_driver_gets_a_load_error(monkeypatch):
+    """cuda-python raises its own RuntimeError when it finds no libcuda: the
+    runtime turns it into the LoadError its callers catch."""
+    import pytest
+
+    import runtime
+    from runtime import driver
+
+    def no_libcuda(flags):
+        raise RuntimeError('"cuda" is an NVIDIA driver library and can only be found via system search')
+
+    monkeypatch.setattr(driver.driver, "cuInit", no_libcuda)
+    with pytest.raises(runtime.LoadError, match="CUDA driver library could not be loaded"):
+        driver.init()

@@ -419,3 +419,21 @@ def test_point_factors_link_records_that_share_rows_pairwise_only():
     assert us["w"] / us["x"] == pytest.approx(1.5)
     assert us["y"] / us["x"] == pytest.approx(2.0)
     assert us["z"] / us["y"] == pytest.approx(0.75)
+
+
+def test_tune_refuses_records_that_would_drop_a_table_or_are_of_another_arch(tmp_path, monkeypatch):
+    """Everything below HARDWARE.toml's tune marker is rewritten: records that
+    time no instance for a table it has would leave that table out (an empty
+    record once wrote an empty [dispatch] and exited 0). Nothing is written."""
+    from gen.cli import main
+
+    written = []
+    monkeypatch.setattr(tune, "write_tuned", lambda path, text: written.append(path))
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps(_record([])))
+    with pytest.raises(SystemExit, match=r"dispatch table\(s\) .*w8a8_fast.* would drop those tables"):
+        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])
+    record.write_text(json.dumps(_record([], arch="sm_89")))
+    with pytest.raises(SystemExit, match="measured on sm_89, not --arch sm_90a"):
+        main(["tune", "--arch", "sm_90a", "--from-record", "--record", str(record)])
+    assert not written
