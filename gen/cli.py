@@ -304,7 +304,17 @@ def cmd_tune(args) -> int:
     from gen.bench import tune
     from runtime.paths import hardware_toml
 
-    records = [Path(r) for r in args.record] if args.record else [hardware_toml(args.arch).parent / "bench-h200.json"]
+    if args.record:
+        records = [Path(r) for r in args.record]
+    elif args.from_record:
+        # the records the committed table was derived from ([tuned]), so
+        # that the command alone re-derives it
+        from runtime.hardware import tomllib
+
+        listed = tomllib.loads(hardware_toml(args.arch).read_text()).get("tuned", {}).get("records", [])
+        records = [REPO_ROOT / r for r in listed] or [hardware_toml(args.arch).parent / "bench-h200.json"]
+    else:
+        records = [hardware_toml(args.arch).parent / "bench-h200.json"]
     if args.from_record and (args.m or args.shapes):
         raise SystemExit("--m and --shapes choose what to measure; --from-record measures nothing")
     if not args.from_record:
@@ -841,7 +851,8 @@ def parser() -> argparse.ArgumentParser:
                          "the binaries built today count, matched through git's manifests at the records' "
                          "commits)")
     tu.add_argument("--from-record", action="store_true",
-                    help="derive from existing records without measuring (no GPU needed)")
+                    help="derive from existing records without measuring (no GPU needed); without --record, "
+                         "from the records HARDWARE.toml's [tuned] lists, which re-derives the committed table")
     tu.set_defaults(func=cmd_tune)
 
     _probe_parser(sub)
