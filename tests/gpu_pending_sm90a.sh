@@ -15,7 +15,8 @@
 #  1. the 128x64 cluster-K-split twins (128x64x128_s7_gm16_t2_ck2,
 #     128x64x128_s7_gm16_ck2_wl_u8_sf) timed against the routed instance,
 #     64x64 s13 and 128x64 u8 sf, two seeds, from DRAM and with W in L2;
-#     their GPU tests and racecheck/memcheck. Any card: compare within a run.
+#     their GPU tests and racecheck/memcheck, and ncu of one call each at
+#     4096x7168 M=128. Any card: compare within a run.
 #  2. H200 only: the committed dispatch table dispatched (arms timed both
 #     ways), two seeds, and racecheck/memcheck of the 64x80 c2x1 tile, which
 #     has seen the sanitizers only on an H100.
@@ -54,6 +55,14 @@ step twins-memcheck-rows 120 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-saniti
      --report-api-errors no python3 tests/memcheck_wgmma_rows.py 128x64x128_s7
 step "tw57-$card-res" 120 "${bench_twins[@]}" --m 64,128 --shapes 4096x7168,4096x4096 \
      --timing resident --seed 2 --out "$OUT/tw57-$card-res.json" --md "$OUT/tw57-$card-res.md"
+# where the bytes go at 4096x7168 M=128: L2 and DRAM bytes, the L2 fabric,
+# per kernel, one profiled call each (tests/ncu_point.py)
+P=w8a8_wgmma_e4m3e4m3_bf16_
+step twins-ncu 240 ncu --clock-control none --cache-control all --nvtx --nvtx-include "prof/" \
+     --section SpeedOfLight --metrics dram__bytes_read.sum,lts__t_bytes.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum,sm__cycles_active.avg,gpc__cycles_elapsed.max \
+     --csv --page details python3 tests/ncu_point.py 4096 7168 128 ${P}64x64x128_s13_gm16_t2_sm90a \
+     ${P}128x64x128_s7_gm16_t2_ck2_sm90a ${P}128x64x128_s7_gm16_ck2_wl_u8_sf_sm90a ${P}128x64x128_s8_gm16_wl_u8_sf_sm90a \
+     cublaslt_block
 
 if [ "$card" = h200 ]; then
   for seed in 0 1; do
