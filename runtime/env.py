@@ -26,7 +26,7 @@ class Knobs:
 
 
 DOCS = {
-    "FP8GEN_W8A16_ONLY": "presence: route every projection to W8A16 (operator kill switch)",
+    "FP8GEN_W8A16_ONLY": "presence: route every block-scaled projection to W8A16 (operator kill switch)",
     "FP8GEN_FP8_SINGLE_SCALE": "presence: disable block-scaled W8A8 prefill",
     "FP8GEN_NO_PDL": "presence: launch every kernel without programmatic dependent launch (A/B timing, debugging)",
     "FP8GEN_NVCC": "path of the nvcc gen compiles with (overrides the pinned pip nvcc)",
