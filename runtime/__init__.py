@@ -97,7 +97,7 @@ class Runtime:
                     self._unsplit[family] = splitk.unsplit(found)
                 picked = choose(self._unsplit[family], self.dispatch, m, n, k)
             return picked.name
-        except (AttributeError, IndexError, KeyError, TypeError):
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError, OverflowError):
             return None
 
     def run_plan(self, plan: "ops.Launch", stream) -> None:

@@ -69,9 +69,20 @@ _EPS_MIN, _EPS_MAX = 448 * 2.0**-126, 1e30
 
 def _quant_common(op: str, M: int, K: int, eps: float) -> None:
     v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, K >= 1, f"K must be >= 1, got {K}")
     v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
-    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
-              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}] (eps/448 a normal float32), got {eps}")
+    v.require(op, _is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}] (eps/448 a normal float32), got {eps!r}")
+
+
+def _is_real(x) -> bool:
+    """A finite int or float (not a bool, a string or None)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int past float's range
+        return False
 
 
 def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
@@ -128,8 +139,10 @@ def scale_mn_major(entries, src, dst, *, device: Optional[int] = None) -> Launch
     src, dst = v.matrix(op, "src", src), v.matrix(op, "dst", dst)
     M, G = src.shape
     G2, m_pad = dst.shape
+    v.require(op, M >= 1 and G >= 1, f"src must be [M >= 1, G >= 1], got {src.shape}")
     v.require(op, G2 == G, f"dst has {G2} groups, src has {G}")
-    v.require(op, m_pad >= M, f"dst has room for {m_pad} tokens, src has {M}")
+    v.require(op, m_pad >= M and m_pad % 4 == 0,
+              f"dst needs room for the {M} tokens in rows that are a multiple of 4 (16 bytes), got M_pad={m_pad}")
     s = v.array(op, "src", src, dtypes=v.F32, shape=(M, G), align=4, device=device)
     d = v.array(op, "dst", dst, dtypes=v.F32, shape=(G, m_pad), align=4, device=device, output=True)
     k = _only(entries, "scale_mn_major")[0]
@@ -216,7 +229,7 @@ def w8a16_gemv(entries, x, w, w_scale, out, *, device: Optional[int] = None,
 def _computed_rows(op: str, rows: int, m: Optional[int]) -> int:
     """The rows a GEMM computes: `m` of a's `rows` (default all); the rest
     are padding the Params-launched kernels may read (see w8a8_wgmma)."""
-    v.require(op, m is None or (isinstance(m, int) and 1 <= m <= rows),
+    v.require(op, m is None or (isinstance(m, int) and not isinstance(m, bool) and 1 <= m <= rows),
               f"m must be an int in 1..{rows} (a's rows), got {m!r}")
     return rows if m is None else m
 
@@ -246,6 +259,10 @@ def _mn_major_gemm(op: str, entries, a, a_scale, w, w_scale, out, device, instan
     if instance is None and workspace is None:  # the tile rule, among instances that need no workspace
         found = splitk.unsplit(found)
     k = _instance(found, M, instance, N, K)
+    if k.constraints.get("scale_k_multiple", 1) > v.BLOCK:
+        # (its weight scales come by TMA, whose global base must be 16-byte aligned)
+        v.require(op, WSs.ptr % 16 == 0, f"{k.name} copies the weight scales by TMA: weight_scale must be "
+                                         f"16-byte aligned, its address is {WSs.ptr:#x}")
     split = {}
     if splitk.needs(k, M, N, K)[0]:
         v.require(op, workspace is not None,
@@ -298,7 +315,7 @@ def fp8_dequant(entries, w, w_scale, out, *, device: Optional[int] = None) -> La
     op = "fp8_dequant"
     w, w_scale, out = v.matrix(op, "weight", w), v.matrix(op, "weight_scale", w_scale), v.matrix(op, "out", out)
     N, K = w.shape
-    v.require(op, N >= 1, f"N must be >= 1, got {N}")
+    v.require(op, N >= 1 and K >= 1, f"N and K must be >= 1, got N={N}, K={K}")
     v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (the weight-scale grid), got {K}")
     Ws, WSs = _weight(op, w, w_scale, N, K, device)
     Os = v.array(op, "out", out, dtypes=v.BF16, shape=(N, K), device=device, output=True)
@@ -340,10 +357,10 @@ def _single_scale_operands(op: str, x, q, eps: float, device) -> Tuple[DeviceArr
     """bf16 x [M, K] and e4m3 q [M, K] (K % 16: 16-byte rows), eps checked."""
     x, q = v.matrix(op, "x", x), v.matrix(op, "q", q)
     M, K = x.shape
-    v.require(op, M >= 1, f"M must be >= 1, got {M}")
+    v.require(op, M >= 1 and K >= 1, f"M and K must be >= 1, got M={M}, K={K}")
     v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
-    v.require(op, math.isfinite(eps) and _EPS_MIN <= eps <= _EPS_MAX,
-              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps}")
+    v.require(op, _is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+              f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps!r}")
     return (v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device),
             v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True))
 

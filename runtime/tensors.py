@@ -34,6 +34,10 @@ class DeviceArray:
         if dtype not in ITEMSIZE:
             raise ValidationError(f"unknown dtype {dtype!r}; one of {sorted(ITEMSIZE)}")
         shape = tuple(int(s) for s in shape)
+        if not 0 <= int(ptr) < 2**64:
+            raise ValidationError(f"a device pointer is a 64-bit address, got {int(ptr):#x}")
+        if strides is not None and len(strides) != len(shape):
+            raise ValidationError(f"strides {tuple(strides)} do not match the {len(shape)}-D shape {shape}")
         return cls(int(ptr), shape, tuple(strides) if strides is not None else contiguous_strides(shape),
                    dtype, device)
 
@@ -49,6 +53,8 @@ class DeviceArray:
         return n
 
     def is_contiguous(self) -> bool:
+        if len(self.strides) != len(self.shape):
+            return False
         expected = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides)):
             if size == 0:

@@ -14,6 +14,8 @@ BF16 = ("bf16",)
 F32 = ("f32",)
 
 BLOCK = 128
+# The kernels and host shims take sizes and leading dimensions as 32-bit ints.
+INT32_MAX = 2**31 - 1
 
 
 def fail(op: str, message: str) -> None:
@@ -54,6 +56,8 @@ def matrix(op: str, name: str, obj, ndim: int = 2) -> DeviceArray:
     arr = obj if isinstance(obj, DeviceArray) else as_device_array(obj, f"{op}: {name}")
     if len(arr.shape) != ndim:
         fail(op, f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if not all(0 <= s <= INT32_MAX for s in arr.shape):
+        fail(op, f"{name}'s sizes must be in 0..{INT32_MAX} (the kernels take 32-bit sizes), got {arr.shape}")
     return arr
 
 
@@ -63,6 +67,7 @@ def gemm_dims(op: str, x: DeviceArray, w: DeviceArray, *, k_multiple: int = BLOC
     N, Kw = w.shape
     require(op, K == Kw, f"activation has K={K} but weight has K={Kw}")
     require(op, M >= 1, f"M must be >= 1, got {M}")
+    require(op, N >= 1 and K >= 1, f"N and K must be >= 1, got N={N}, K={K}")
     require(op, K % k_multiple == 0, f"K must be a multiple of {k_multiple}, got {K}")
     require(op, N % n_multiple == 0, f"N must be a multiple of {n_multiple}, got {N}")
     return M, N, K

@@ -127,8 +127,12 @@ def test_quantizers_cover_the_pad_tokens_unless_told_not_to(entries):
 
 
 def test_scale_adapter_capacity(entries):
-    with pytest.raises(ValidationError, match="room for 96 tokens"):
+    with pytest.raises(ValidationError, match=f"room for the {M} tokens .* got M_pad=96"):
         ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 96), "f32"))
+    with pytest.raises(ValidationError, match="multiple of 4 .* got M_pad=102"):  # (no GEMM reads such rows)
+        ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 102), "f32"))
+    with pytest.raises(ValidationError, match=r"src must be \[M >= 1, G >= 1\]"):
+        ops.scale_mn_major(entries, arr((0, 56), "f32"), arr((56, 128), "f32"))
     ok = ops.scale_mn_major(entries, arr((M, 56), "f32"), arr((56, 128), "f32"))
     assert ok.args == {**ok.args, "M": M, "G": 56, "M_pad": 128}
 
@@ -220,3 +224,68 @@ def test_fp8_dequant_plans_and_refusals(entries):
         ops.fp8_dequant(entries, arr((N, K), "e4m3"), arr((N, 1), "f32"), arr((N, K), "bf16"))
     with pytest.raises(ValidationError, match="K must be a multiple of 128"):
         ops.fp8_dequant(entries, arr((N, 100), "e4m3"), arr((17, 1), "f32"), arr((N, 100), "bf16"))
+
+
+def _fast_args(**over):
+    args = dict(a=arr((M, K), "e4m3"), a_scale=arr((K // 128, 128), "f32"), w=arr((N, K), "e4m3"),
+                w_scale=arr((-(-N // 128), K // 128), "f32"), out=arr((M, N), "bf16"))
+    args.update(over)
+    return args
+
+
+def test_sizes_past_32_bits_are_refused(entries):
+    """The host shims take sizes and leading dimensions as C ints: ctypes
+    would cut 2**32 + 128 to 128 without a word."""
+    with pytest.raises(ValidationError, match="a_scale's sizes must be in 0..2147483647"):
+        ops.w8a8_wgmma(entries, **_fast_args(a_scale=arr((K // 128, 2**32 + 128), "f32")))
+    with pytest.raises(ValidationError, match="sizes must be in 0..2147483647"):
+        ops.w8a8_mma(entries, **gemm_args(w=arr((N, -128), "e4m3")))
+
+
+def test_empty_n_or_k_is_refused(entries):
+    with pytest.raises(ValidationError, match="N and K must be >= 1, got N=2112, K=0"):
+        ops.w8a8_mma(entries, **gemm_args(a=arr((M, 0), "e4m3"), w=arr((N, 0), "e4m3")))
+    with pytest.raises(ValidationError, match="N and K must be >= 1, got N=0"):
+        ops.w8a8_wgmma(entries, **_fast_args(w=arr((0, K), "e4m3"), out=arr((M, 0), "bf16")))
+    with pytest.raises(ValidationError, match="K must be >= 1, got 0"):
+        ops.quant_group(entries, arr((M, 0), "bf16"), arr((M, 0), "e4m3"), arr((M, 0), "f32"))
+    with pytest.raises(ValidationError, match="N and K must be >= 1"):
+        ops.fp8_dequant(entries, arr((N, 0), "e4m3"), arr((17, 0), "f32"), arr((N, 0), "bf16"))
+
+
+@pytest.mark.parametrize("m", [True, 2.0, "50", float("nan")])
+def test_m_must_be_an_int(entries, m):
+    with pytest.raises(ValidationError, match="m must be an int in 1..100"):
+        ops.w8a8_wgmma(entries, **_fast_args(), m=m)
+
+
+@pytest.mark.parametrize("eps", ["1e-10", None, 10**400, True])
+def test_eps_of_another_type_is_refused(entries, eps):
+    with pytest.raises(ValidationError, match="eps must be finite"):
+        ops.quant_group(entries, arr((M, K), "bf16"), arr((M, K), "e4m3"), arr((M, K // 128), "f32"), eps=eps)
+    with pytest.raises(ValidationError, match="eps must be finite"):
+        ops.quant_token(entries, arr((M, K), "bf16"), arr((M, K), "e4m3"), arr((M,), "f32"), eps=eps)
+
+
+def test_raw_arrays_need_matching_strides_and_a_64_bit_address():
+    with pytest.raises(ValidationError, match=r"strides \(1,\) do not match the 2-D shape"):
+        DeviceArray.raw(BASE, (M, K), "e4m3", strides=(1,))
+    for ptr in (-16, 2**64 + 16):
+        with pytest.raises(ValidationError, match="64-bit address"):
+            DeviceArray.raw(ptr, (M, K), "e4m3")
+    assert not DeviceArray(BASE, (M, K), (1,), "e4m3").is_contiguous()
+
+
+def test_tma_weight_scales_must_be_16_byte_aligned(entries):
+    """The _wsb instances copy the weight scales by TMA (the shim refused a
+    4-byte aligned view only at launch); the others read them 4-byte aligned."""
+    bulk = next(e.name for e in entries["w8a8_wgmma"]
+                if e.constraints.get("scale_k_multiple", 1) > 128 and not e.constraints.get("fixed_n")
+                and e.constraints.get("k_slices", 1) == 1)
+    plain = next(e.name for e in entries["w8a8_wgmma"]
+                 if e.constraints.get("scale_k_multiple", 1) <= 128 and not e.constraints.get("fixed_n")
+                 and e.constraints.get("k_slices", 1) == 1)
+    shifted = arr((-(-N // 128), K // 128), "f32", offset=4)
+    with pytest.raises(ValidationError, match=f"{bulk} copies the weight scales by TMA: .* 16-byte aligned"):
+        ops.w8a8_wgmma(entries, **_fast_args(w_scale=shifted), instance=bulk)
+    assert ops.w8a8_wgmma(entries, **_fast_args(w_scale=shifted), instance=plain).kernel.name == plain
