@@ -157,7 +157,11 @@ def _weight(op, w, w_scale, N, K, device):
 
 
 def _tile_grid(k: KernelEntry, M: int, N: int) -> Tuple[int, int, int]:
-    return (_ceil(N, k.constraints["bn"]), _ceil(M, k.constraints["bm"]), 1)
+    grid = (_ceil(N, k.constraints["bn"]), _ceil(M, k.constraints["bm"]), 1)
+    if grid[1] > 65535:  # (CUDA's limit on a grid's y; the tile rows run there)
+        raise ValidationError(f"{k.family}: M={M} needs {grid[1]} rows of {k.constraints['bm']}-row tiles, "
+                              "more than a grid's 65535")
+    return grid
 
 
 def _instance(found: List[KernelEntry], M: int, instance: Optional[str], N: int = 0, K: int = 0) -> KernelEntry:

@@ -289,3 +289,11 @@ def test_tma_weight_scales_must_be_16_byte_aligned(entries):
     with pytest.raises(ValidationError, match=f"{bulk} copies the weight scales by TMA: .* 16-byte aligned"):
         ops.w8a8_wgmma(entries, **_fast_args(w_scale=shifted), instance=bulk)
     assert ops.w8a8_wgmma(entries, **_fast_args(w_scale=shifted), instance=plain).kernel.name == plain
+
+
+def test_more_tile_rows_than_a_grid_holds_are_refused(entries):
+    """(the mma.sync tiles run their tile rows along the grid's y, at most 65535)"""
+    big = 65536 * 128
+    with pytest.raises(ValidationError, match="w8a8_mma: M=8388608 needs .* more than a grid's 65535"):
+        ops.w8a8_mma(entries, **gemm_args(a=arr((big, K), "e4m3"), a_scale=arr((big, K // 128), "f32"),
+                                          out=arr((big, N), "bf16")))
