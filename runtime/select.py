@@ -14,6 +14,7 @@ from runtime.splitk import unsplit
 from runtime.env import Knobs
 from runtime.errors import ValidationError
 from runtime.manifest import KernelEntry
+from runtime.validate import INT32_MAX
 
 BLOCK = 128
 GEMV_MAX_M = 4
@@ -35,8 +36,6 @@ FAST_FAMILIES = ("w8a8_wgmma", "w8a8_cutlass")
 # gen tune's table across the fast families: the fastest instance of either.
 FAST_TABLE = "w8a8_fast"
 IN_TREE_FAMILY = "w8a8_mma"
-# The kernels take M as a 32-bit int (runtime.launch checks every i32 parameter).
-INT32_MAX = 2**31 - 1
 # Arches whose e4m3 mma.sync is emulated (F2FP + HMMA; DESIGN.md, checked in SASS).
 EMULATED_MMA_ARCHES = ("sm_90a", "sm_100a")
 # Every routed family, longest name first (a name can start with another's).
