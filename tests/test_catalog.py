@@ -613,3 +613,18 @@ def test_every_twin_checked_against_a_base_has_its_base_built(option):
     assert pairs, f"no sm_90a instance sets {option}: the GPU test of its twins has nothing to run"
     missing = [(twin, base) for twin, base in pairs if base not in specs]
     assert not missing, missing
+
+
+def test_gen_list_into_a_closed_pipe_prints_no_traceback():
+    """`python -m gen list | head -1`: the reader gone before gen writes (its
+    end closed at once, so the first write fails whatever the pipe holds)."""
+    import subprocess
+    import sys
+
+    from runtime.paths import REPO_ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "gen", "list", "--arch", "all"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1 and "Traceback" not in err, err
