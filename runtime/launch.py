@@ -9,9 +9,9 @@ from runtime.driver import check, driver
 from runtime.env import knobs
 from runtime.errors import LaunchError
 from runtime.loader import LoadedKernel
+from runtime.validate import INT32_MAX
 
 _PACK = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "f32": ctypes.c_float}
-_I32_MAX = 2**31 - 1
 
 
 def stream_handle(stream) -> int:
@@ -43,7 +43,7 @@ def pack(kernel: LoadedKernel, args: Dict[str, object]):
         if kind == "blob":  # a ctypes buffer the host shim filled: passed by value
             values.append(v)
             continue
-        if kind == "i32" and not -_I32_MAX - 1 <= int(v) <= _I32_MAX:
+        if kind == "i32" and not -INT32_MAX - 1 <= int(v) <= INT32_MAX:
             raise LaunchError(f"{kernel.name}: {name}={v} does not fit the kernel's 32-bit parameter")
         values.append(_PACK[kind](v))
     pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])

@@ -4,7 +4,6 @@ entries -- no GPU needed, so every refusal is testable anywhere."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Dict, List, Optional, Tuple
 
 from runtime import splitk
@@ -71,18 +70,8 @@ def _quant_common(op: str, M: int, K: int, eps: float) -> None:
     v.require(op, M >= 1, f"M must be >= 1, got {M}")
     v.require(op, K >= 1, f"K must be >= 1, got {K}")
     v.require(op, K % v.BLOCK == 0, f"K must be a multiple of {v.BLOCK} (one scale per 128-K group), got {K}")
-    v.require(op, _is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+    v.require(op, v.is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
               f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}] (eps/448 a normal float32), got {eps!r}")
-
-
-def _is_real(x) -> bool:
-    """A finite int or float (not a bool, a string or None)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return False
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an int past float's range
-        return False
 
 
 def quant_group(entries, x, q, scale, *, ue8m0: bool = False, eps: float = DEFAULT_EPS,
@@ -363,7 +352,7 @@ def _single_scale_operands(op: str, x, q, eps: float, device) -> Tuple[DeviceArr
     M, K = x.shape
     v.require(op, M >= 1 and K >= 1, f"M and K must be >= 1, got M={M}, K={K}")
     v.require(op, K % 16 == 0, f"K must be a multiple of 16 (16-byte rows of e4m3), got {K}")
-    v.require(op, _is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
+    v.require(op, v.is_real(eps) and _EPS_MIN <= eps <= _EPS_MAX,
               f"eps must be finite and in [{_EPS_MIN:.3g}, {_EPS_MAX:.0e}], got {eps!r}")
     return (v.array(op, "x", x, dtypes=v.BF16, shape=(M, K), device=device),
             v.array(op, "q", q, dtypes=v.E4M3, shape=(M, K), device=device, output=True))

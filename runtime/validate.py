@@ -2,6 +2,7 @@
 requirement, and raises before anything is launched."""
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence, Tuple
 
 from runtime.errors import ValidationError
@@ -16,6 +17,16 @@ F32 = ("f32",)
 BLOCK = 128
 # The kernels and host shims take sizes and leading dimensions as 32-bit ints.
 INT32_MAX = 2**31 - 1
+
+
+def is_real(x) -> bool:
+    """A finite int or float (not a bool, a string or None)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int past float's range
+        return False
 
 
 def fail(op: str, message: str) -> None:

@@ -562,3 +562,11 @@ def test_explain_takes_a_positive_sm_count(capsys):
     with pytest.raises(SystemExit):
         main(["explain", "--m", "16", "--n", "2048", "--k", "7168", "--sms", "0"])
     assert "--sms: must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_a_time_written_as_a_huge_integer_is_refused():
+    """(json reads a 400-digit number as an int, past float's range)"""
+    doc = {"gpu": "g", "arch": "sm_90a", "date": "d", "git_sha": "s", "nvcc": "13.0.88", "driver": "13.0",
+           "rows": [_row(us=10**400)]}
+    with pytest.raises(ValueError, match="expected a time > 0"):
+        grid.validate_record(doc)

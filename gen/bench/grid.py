@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Dict, List, Optional, Tuple
+
+from runtime.validate import is_real
 
 # The 8 anchor projections of shared/ANCHORS.md, as (N, K): Qwen3-27B gate/up
 # and down, then the six DeepSeek-V3 shapes.
@@ -94,10 +95,6 @@ def validate_record(doc: Dict) -> None:
         _check_row(i, row)
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _check_row(i: int, row: Dict) -> None:
     if not all(isinstance(row[f], str) for f in ("op", "impl", "kernel")):
         raise ValueError(f"row {i}: op, impl and kernel must be strings")
@@ -106,8 +103,8 @@ def _check_row(i: int, row: Dict) -> None:
     for f in ("M", "N", "K"):
         if not isinstance(row[f], int) or isinstance(row[f], bool) or row[f] < least:
             raise ValueError(f"row {i}: {f} = {row[f]!r}, expected an integer >= {least}")
-    if not _is_number(row["us"]) or row["us"] <= 0:
+    if not is_real(row["us"]) or row["us"] <= 0:
         raise ValueError(f"row {i}: us = {row['us']!r}, expected a time > 0")
     for f in ("tflops", "tbps", "roofline_tflops"):
-        if row[f] is not None and (not _is_number(row[f]) or row[f] < 0):
+        if row[f] is not None and (not is_real(row[f]) or row[f] < 0):
             raise ValueError(f"row {i}: {f} = {row[f]!r}, expected null or a number >= 0")
